@@ -1,0 +1,1 @@
+"""Hand-written encoder-decoder Transformer (pure PyTorch, no Streamlit)."""
