@@ -1,0 +1,143 @@
+"""Scaled dot-product attention and multi-head attention, with traces you can look into.
+
+Masks are bool with **True = may attend**, broadcastable to (B, H, T_q, T_k).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+@dataclass(frozen=True)
+class AttentionDetails:
+    """Everything inside one attention call, per head. Shapes: (B, H, T, d_k) and (B, H, T_q, T_k)."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    scores: torch.Tensor  # QK^T (/ sqrt(d_k) when scaling), before the mask and the softmax
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Softmax over the last dim with masked positions exactly 0.
+
+    Masked scores are set to the dtype's most negative finite value (never -inf, never added
+    twice), and the weights are zeroed afterwards, so a row whose every key is masked gives all
+    zeros instead of NaN, in forward and in backward.
+    """
+    if mask is None:
+        return scores.softmax(dim=-1)
+    weights = scores.masked_fill(~mask, torch.finfo(scores.dtype).min).softmax(dim=-1)
+    return weights.masked_fill(~mask, 0.0)
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    scale_scores: bool = True,
+    dropout_p: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The explicit path: softmax(Q K^T / sqrt(d_k), masked) @ V.
+
+    q: (B, H, T_q, d_k), k and v: (B, H, T_k, d_k), mask: bool broadcastable to (B, H, T_q, T_k).
+    Returns (output (B, H, T_q, d_k), weights (B, H, T_q, T_k), scores (B, H, T_q, T_k)); the
+    weights returned are the ones before attention dropout.
+    """
+    scores = q @ k.transpose(-2, -1)  # (B, H, T_q, T_k)
+    if scale_scores:
+        scores = scores / math.sqrt(q.size(-1))
+    weights = masked_softmax(scores, mask)
+    attended = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+    return attended @ v, weights, scores
+
+
+def fast_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    scale_scores: bool = True,
+    dropout_p: float = 0.0,
+) -> torch.Tensor:
+    """The fast path through ``F.scaled_dot_product_attention``; same result as the explicit one.
+
+    A query row whose keys are all masked is let through to SDPA unmasked (so no NaN can appear)
+    and its output is set to 0, exactly what the explicit path gives (all-zero weights).
+    """
+    if mask is None:
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=None if scale_scores else 1.0)
+    has_key = mask.any(dim=-1, keepdim=True)  # (B|1, H|1, T_q|1, 1)
+    out = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask | ~has_key, dropout_p=dropout_p, scale=None if scale_scores else 1.0
+    )
+    return out * has_key
+
+
+class MultiHeadAttention(nn.Module):
+    """H heads of scaled dot-product attention over learned projections, concatenated and mixed.
+
+    The Q, K, V projections are stored as one (3d, d) matrix, as in ``nn.MultiheadAttention``:
+    self-attention projects once, cross-attention projects queries from the decoder and keys and
+    values from the encoder memory with the two slices.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must split evenly across n_heads ({n_heads}).")
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.dropout = dropout
+        self.in_proj = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, T, d_k)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        *,
+        need_weights: bool = False,
+        need_details: bool = False,
+        scale_scores: bool = True,
+        head_keep: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, AttentionDetails | None]:
+        """x: (B, T, d) queries; memory: (B, S, d) keys/values source (None = self-attention).
+
+        head_keep: (H,) float, 1 keeps a head and 0 switches it off (its output is zeroed before
+        the heads are mixed). Returns (output (B, T, d), weights (B, H, T, S) or None, details or None).
+        The explicit path runs when weights or details are asked for, SDPA otherwise.
+        """
+        B, T, d = x.shape
+        if memory is None:
+            q, k, v = self.in_proj(x).chunk(3, dim=-1)  # 3 x (B, T, d)
+        else:
+            w, b = self.in_proj.weight, self.in_proj.bias
+            q = F.linear(x, w[:d], b[:d])  # (B, T, d)
+            k, v = F.linear(memory, w[d:], b[d:]).chunk(2, dim=-1)  # 2 x (B, S, d)
+        q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)  # (B, H, T|S, d_k)
+        dropout_p = self.dropout if self.training else 0.0
+        weights = details = None
+        if need_weights or need_details:
+            out, weights, scores = scaled_dot_product_attention(
+                q, k, v, mask, scale_scores=scale_scores, dropout_p=dropout_p
+            )
+            if need_details:
+                details = AttentionDetails(q=q, k=k, v=v, scores=scores)
+        else:
+            out = fast_attention(q, k, v, mask, scale_scores=scale_scores, dropout_p=dropout_p)
+        if head_keep is not None:
+            out = out * head_keep.to(out.dtype)[None, :, None, None]
+        out = out.transpose(1, 2).reshape(B, T, d)  # (B, T, H*d_k)
+        return self.out_proj(out), weights, details
