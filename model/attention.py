@@ -32,7 +32,10 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Ten
     if mask is None:
         return scores.softmax(dim=-1)
     weights = scores.masked_fill(~mask, torch.finfo(scores.dtype).min).softmax(dim=-1)
-    return weights.masked_fill(~mask, 0.0)
+    # Every other masked weight is already exactly 0 (exp underflows); only rows with no key at
+    # all came out uniform and must be zeroed.
+    has_key = mask.any(dim=-1, keepdim=True)
+    return weights * has_key
 
 
 def scaled_dot_product_attention(

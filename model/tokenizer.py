@@ -1,0 +1,219 @@
+"""Character-level tokenizer shared by the source and target side.
+
+Ids 0..3 are the special tokens ``<pad> <bos> <eos> <unk>``; ids 4.. are the
+alphabet characters in the order given. Text is split into Python characters
+(Unicode code points), so ``len(encode(text)) == len(text)`` when no
+``<bos>``/``<eos>`` is added. Any ``str`` can be encoded: characters outside
+the alphabet become ``<unk>``; nothing raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+PAD_ID = 0
+BOS_ID = 1
+EOS_ID = 2
+UNK_ID = 3
+SPECIAL_TOKENS: tuple[str, ...] = ("<pad>", "<bos>", "<eos>", "<unk>")
+
+#: What ``decode(..., skip_special=True)`` writes for ``<unk>`` (and for ids out of range).
+REPLACEMENT_CHAR = "\ufffd"
+
+
+@dataclass(frozen=True)
+class UnknownChar:
+    """A character of the input text that is not in the alphabet.
+
+    ``position`` is its index in the original text (not counting ``<bos>``).
+    """
+
+    position: int
+    char: str
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """Result of :meth:`CharTokenizer.encode_with_report`.
+
+    ``ids`` has length ``len(text)`` plus one per added ``<bos>``/``<eos>``;
+    ``unknown`` lists the characters that were mapped to ``<unk>``, in order.
+    """
+
+    ids: tuple[int, ...]
+    unknown: tuple[UnknownChar, ...]
+
+
+class CharTokenizer:
+    """Maps each character of a fixed alphabet to one id.
+
+    ``CharTokenizer("abc")`` has ``vocab_size == 7``: 4 specials + 3 characters.
+    Duplicate characters in ``alphabet`` are dropped (first occurrence wins).
+    """
+
+    def __init__(self, alphabet: str) -> None:
+        if not isinstance(alphabet, str):
+            raise ValueError(
+                f"The tokenizer alphabet must be a string of characters, got {type(alphabet).__name__}."
+            )
+        deduped = "".join(dict.fromkeys(alphabet))
+        if not deduped:
+            raise ValueError("The tokenizer alphabet must contain at least one character.")
+        self._alphabet = deduped
+        self._itos: tuple[str, ...] = SPECIAL_TOKENS + tuple(deduped)
+        self._stoi: dict[str, int] = {ch: i + len(SPECIAL_TOKENS) for i, ch in enumerate(deduped)}
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def alphabet(self) -> str:
+        return self._alphabet
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self._itos)
+
+    @property
+    def pad_id(self) -> int:
+        return PAD_ID
+
+    @property
+    def bos_id(self) -> int:
+        return BOS_ID
+
+    @property
+    def eos_id(self) -> int:
+        return EOS_ID
+
+    @property
+    def unk_id(self) -> int:
+        return UNK_ID
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CharTokenizer):
+            return NotImplemented
+        return self._alphabet == other._alphabet
+
+    def __hash__(self) -> int:
+        return hash(("CharTokenizer", self._alphabet))
+
+    def __repr__(self) -> str:
+        return f"CharTokenizer(alphabet={self._alphabet!r})"
+
+    # ---------------------------------------------------------------- encoding
+    def encode(self, text: str, add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        """Return one id per character of ``text`` (length ``len(text)`` + specials)."""
+        return list(self.encode_with_report(text, add_bos=add_bos, add_eos=add_eos).ids)
+
+    def encode_with_report(
+        self, text: str, add_bos: bool = False, add_eos: bool = False
+    ) -> Encoding:
+        """Like :meth:`encode`, but also report which characters became ``<unk>``."""
+        if not isinstance(text, str):
+            raise TypeError(f"Only text (str) can be encoded, got {type(text).__name__}.")
+        ids: list[int] = [BOS_ID] if add_bos else []
+        unknown: list[UnknownChar] = []
+        for position, ch in enumerate(text):
+            idx = self._stoi.get(ch)
+            if idx is None:
+                idx = UNK_ID
+                unknown.append(UnknownChar(position, ch))
+            ids.append(idx)
+        if add_eos:
+            ids.append(EOS_ID)
+        return Encoding(ids=tuple(ids), unknown=tuple(unknown))
+
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        add_bos: bool = False,
+        add_eos: bool = False,
+        max_len: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Encode ``B`` texts into a padded ``(B, S)`` LongTensor and ``(B,)`` lengths.
+
+        ``S`` is the longest encoded length (specials included); shorter rows are
+        right-padded with ``PAD_ID``. With ``max_len``, every encoded sequence
+        (``<bos>``/``<eos>`` included) is cut to its first ``max_len`` tokens, so
+        a trailing ``<eos>`` can be cut off. ``lengths[i]`` counts the real
+        (non-pad) tokens of row ``i``.
+        """
+        if isinstance(texts, str):
+            raise ValueError("encode_batch expects a list of texts, not a single string.")
+        if len(texts) == 0:
+            raise ValueError("encode_batch needs at least one text; the list is empty.")
+        if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1):
+            raise ValueError(f"max_len must be a positive integer or None, got {max_len!r}.")
+        rows = [self.encode(t, add_bos=add_bos, add_eos=add_eos) for t in texts]
+        if max_len is not None:
+            rows = [r[:max_len] for r in rows]
+        lengths = torch.tensor([len(r) for r in rows], dtype=torch.long)
+        width = int(lengths.max().item())
+        out = torch.full((len(rows), width), PAD_ID, dtype=torch.long)
+        for i, r in enumerate(rows):
+            if r:
+                out[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+        return out, lengths
+
+    # ---------------------------------------------------------------- decoding
+    @staticmethod
+    def _as_int_list(ids: Iterable[int] | torch.Tensor) -> list[int]:
+        if isinstance(ids, torch.Tensor):
+            if ids.dim() > 1:
+                raise ValueError(f"Expected a 1-D sequence of ids, got a tensor of shape {tuple(ids.shape)}.")
+            return [int(i) for i in ids.tolist()] if ids.dim() == 1 else [int(ids.item())]
+        return [int(i) for i in ids]
+
+    def token_strings(self, ids: Iterable[int] | torch.Tensor) -> list[str]:
+        """Display string for each id of a 1-D sequence: ``"<bos>"``, ``"a"``, ``" "``...
+
+        Ids outside ``[0, vocab_size)`` are shown as ``"<unk>"``.
+        """
+        n = len(self._itos)
+        return [self._itos[i] if 0 <= i < n else SPECIAL_TOKENS[UNK_ID] for i in self._as_int_list(ids)]
+
+    def decode(self, ids: Iterable[int] | torch.Tensor, skip_special: bool = True) -> str:
+        """Turn a 1-D sequence of ids back into text.
+
+        With ``skip_special`` (default): stop at the first ``<eos>``, drop
+        ``<pad>``/``<bos>``, and write ``<unk>`` (or an out-of-range id) as
+        U+FFFD. Without it: concatenate :meth:`token_strings` literally.
+        """
+        if not skip_special:
+            return "".join(self.token_strings(ids))
+        n = len(self._itos)
+        out: list[str] = []
+        for i in self._as_int_list(ids):
+            if i == EOS_ID:
+                break
+            if i in (PAD_ID, BOS_ID):
+                continue
+            if i == UNK_ID or not 0 <= i < n:
+                out.append(REPLACEMENT_CHAR)
+            else:
+                out.append(self._itos[i])
+        return "".join(out)
+
+    # ----------------------------------------------------------- serialisation
+    def to_dict(self) -> dict[str, str]:
+        """Plain JSON-able description: ``{"alphabet": ...}``."""
+        return {"alphabet": self._alphabet}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CharTokenizer:
+        """Rebuild a tokenizer from :meth:`to_dict` output, validating it."""
+        if not isinstance(d, Mapping):
+            raise ValueError(
+                f"A tokenizer description must be a dict like {{'alphabet': 'abc'}}, got {type(d).__name__}."
+            )
+        if "alphabet" not in d:
+            raise ValueError("The tokenizer description has no 'alphabet' entry.")
+        alphabet = d["alphabet"]
+        if not isinstance(alphabet, str):
+            raise ValueError(
+                f"The tokenizer 'alphabet' entry must be a string, got {type(alphabet).__name__}."
+            )
+        return cls(alphabet)
