@@ -45,20 +45,17 @@ def scaled_dot_product_attention(
     mask: torch.Tensor | None = None,
     *,
     scale_scores: bool = True,
-    dropout_p: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The explicit path: softmax(Q K^T / sqrt(d_k), masked) @ V.
 
     q: (B, H, T_q, d_k), k and v: (B, H, T_k, d_k), mask: bool broadcastable to (B, H, T_q, T_k).
-    Returns (output (B, H, T_q, d_k), weights (B, H, T_q, T_k), scores (B, H, T_q, T_k)); the
-    weights returned are the ones before attention dropout.
+    Returns (output (B, H, T_q, d_k), weights (B, H, T_q, T_k), scores (B, H, T_q, T_k)).
     """
     scores = q @ k.transpose(-2, -1)  # (B, H, T_q, T_k)
     if scale_scores:
         scores = scores / math.sqrt(q.size(-1))
     weights = masked_softmax(scores, mask)
-    attended = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
-    return attended @ v, weights, scores
+    return weights @ v, weights, scores
 
 
 def fast_attention(
@@ -68,7 +65,6 @@ def fast_attention(
     mask: torch.Tensor | None = None,
     *,
     scale_scores: bool = True,
-    dropout_p: float = 0.0,
 ) -> torch.Tensor:
     """The fast path through ``F.scaled_dot_product_attention``; same result as the explicit one.
 
@@ -76,10 +72,10 @@ def fast_attention(
     and its output is set to 0, exactly what the explicit path gives (all-zero weights).
     """
     if mask is None:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=None if scale_scores else 1.0)
+        return F.scaled_dot_product_attention(q, k, v, scale=None if scale_scores else 1.0)
     has_key = mask.any(dim=-1, keepdim=True)  # (B|1, H|1, T_q|1, 1)
     out = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask | ~has_key, dropout_p=dropout_p, scale=None if scale_scores else 1.0
+        q, k, v, attn_mask=mask | ~has_key, scale=None if scale_scores else 1.0
     )
     return out * has_key
 
@@ -89,15 +85,15 @@ class MultiHeadAttention(nn.Module):
 
     The Q, K, V projections are stored as one (3d, d) matrix, as in ``nn.MultiheadAttention``:
     self-attention projects once, cross-attention projects queries from the decoder and keys and
-    values from the encoder memory with the two slices.
+    values from the encoder memory with the two slices. As in the paper, dropout is applied to
+    sublayer outputs, not to the attention weights, so the weights shown are the ones used.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, n_heads: int) -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) must split evenly across n_heads ({n_heads}).")
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
-        self.dropout = dropout
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
 
@@ -130,16 +126,15 @@ class MultiHeadAttention(nn.Module):
             q = F.linear(x, w[:d], b[:d])  # (B, T, d)
             k, v = F.linear(memory, w[d:], b[d:]).chunk(2, dim=-1)  # 2 x (B, S, d)
         q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)  # (B, H, T|S, d_k)
-        dropout_p = self.dropout if self.training else 0.0
         weights = details = None
         if need_weights or need_details:
             out, weights, scores = scaled_dot_product_attention(
-                q, k, v, mask, scale_scores=scale_scores, dropout_p=dropout_p
+                q, k, v, mask, scale_scores=scale_scores
             )
             if need_details:
                 details = AttentionDetails(q=q, k=k, v=v, scores=scores)
         else:
-            out = fast_attention(q, k, v, mask, scale_scores=scale_scores, dropout_p=dropout_p)
+            out = fast_attention(q, k, v, mask, scale_scores=scale_scores)
         if head_keep is not None:
             out = out * head_keep.to(out.dtype)[None, :, None, None]
         out = out.transpose(1, 2).reshape(B, T, d)  # (B, T, H*d_k)

@@ -2,11 +2,52 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+import threading
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+
+_local = threading.local()
+
+
+@contextmanager
+def dropout_generator(generator: torch.Generator | None) -> Iterator[None]:
+    """Make every ``Dropout`` in this thread draw from ``generator`` inside the block.
+
+    Several training runs share one process (a classroom); with the global RNG their dropout
+    masks would interleave and a run would not replay the same way twice. A per-run generator,
+    set per thread, keeps each run's randomness its own.
+    """
+    previous = getattr(_local, "generator", None)
+    _local.generator = generator
+    try:
+        yield
+    finally:
+        _local.generator = previous
+
+
+class Dropout(nn.Module):
+    """Inverted dropout that uses the generator set by ``dropout_generator`` for this thread, if any."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0:
+            return x
+        generator = getattr(_local, "generator", None)
+        if generator is None:
+            return F.dropout(x, self.p, training=True)
+        keep = torch.empty_like(x).bernoulli_(1 - self.p, generator=generator)
+        return x * keep / (1 - self.p)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
 
 
 class TokenEmbedding(nn.Module):
@@ -32,7 +73,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear2(self.dropout(F.relu(self.linear1(x))))  # (B, T, d) -> (B, T, d_ff) -> (B, T, d)
@@ -50,7 +91,7 @@ class SublayerConnection(nn.Module):
     def __init__(self, d_model: int, dropout: float, norm_first: bool) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], tuple]) -> tuple:

@@ -14,7 +14,7 @@ from torch import nn
 
 from model.attention import AttentionDetails, MultiHeadAttention
 from model.config import TransformerConfig
-from model.layers import FeedForward, SublayerConnection, TokenEmbedding
+from model.layers import Dropout, FeedForward, SublayerConnection, TokenEmbedding
 from model.masks import look_ahead_mask, padding_mask
 from model.positional import positional_encoding
 
@@ -64,7 +64,7 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
         self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
         self.attn_sublayer = SublayerConnection(cfg.d_model, cfg.dropout, cfg.norm_first)
         self.ff_sublayer = SublayerConnection(cfg.d_model, cfg.dropout, cfg.norm_first)
@@ -87,8 +87,8 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
         self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
         self.self_attn_sublayer = SublayerConnection(cfg.d_model, cfg.dropout, cfg.norm_first)
         self.cross_attn_sublayer = SublayerConnection(cfg.d_model, cfg.dropout, cfg.norm_first)
@@ -121,7 +121,7 @@ class Transformer(nn.Module):
         self.src_embed = TokenEmbedding(cfg.src_vocab_size, cfg.d_model)
         self.tgt_embed = TokenEmbedding(cfg.tgt_vocab_size, cfg.d_model)
         self.register_buffer("pe", positional_encoding(cfg.max_len, cfg.d_model, cfg.pe_base), persistent=False)
-        self.embed_dropout = nn.Dropout(cfg.dropout)
+        self.embed_dropout = Dropout(cfg.dropout)
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_layers))
         # Pre-norm leaves the residual stream un-normalised, so each stack ends with a LayerNorm.

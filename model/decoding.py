@@ -1,0 +1,472 @@
+"""Turning a trained Transformer into text: greedy, beam search and sampling, each with a trace.
+
+The source is encoded ONCE (``model.encode``); then the decoder is run again on the growing
+prefix ``[<bos>, y_1, ..., y_t]`` and only its last position is read. No key/value cache: the
+models are tiny, and re-running the whole prefix gives the full attention triangle at every step
+for free. Every function runs under ``torch.inference_mode`` and needs an eval-mode model (dropout
+would make the same input decode differently each time).
+
+``max_len`` counts generated tokens, ``<eos>`` included, so the longest decoder input is
+``max_len`` tokens (``<bos>`` + ``max_len - 1``); it must fit the model's ``config.max_len``.
+Scores are natural-log probabilities under the model at temperature 1.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
+
+import torch
+
+from model.transformer import EncoderOutput, ForwardOptions, Transformer
+
+DEFAULT_BOS_ID = 1
+DEFAULT_EOS_ID = 2
+GREEDY_TEMPERATURE = 1e-6  # at or below this, sampling is argmax (greedy)
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """One decoding step: what the decoder saw, what it predicted, where it looked.
+
+    prefix: the decoder input at this step, starting with <bos> (length t).
+    chosen / chosen_logprob: the token appended after this step and its log-probability
+        under the model (temperature 1, no top-k filter).
+    top_ids / top_probs: the k most likely next tokens under the model, probabilities descending.
+    sampling_probs: sample_decode only, the probabilities of ``top_ids`` in the distribution the
+        token was actually drawn from (after temperature and top-k); empty otherwise.
+    decoder_attention: (n_layers, H, t, t) CPU float, masked self-attention over the prefix.
+    cross_attention: (n_layers, H, S) CPU float, the newest position's attention over the source.
+    """
+
+    prefix: list[int]
+    chosen: int
+    chosen_logprob: float
+    top_ids: list[int]
+    top_probs: list[float]
+    decoder_attention: torch.Tensor
+    cross_attention: torch.Tensor
+    sampling_probs: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Beam:
+    """One hypothesis of beam search after a step.
+
+    tokens: generated ids without <bos> and without <eos>; finished says whether <eos> ended it.
+    score: sum of the log-probabilities of its tokens (<eos> included when finished).
+    rank_score: score / length ** length_penalty, the number beams are ranked by at the end
+        (length counts <eos> when finished).
+    """
+
+    tokens: list[int]
+    score: float
+    finished: bool
+    rank_score: float
+
+
+@dataclass(frozen=True)
+class DecodeResult:
+    """tokens: generated ids without <bos>, up to and excluding <eos>; finished: <eos> was reached.
+
+    score: sum of the log-probabilities of the chosen tokens, <eos> included when reached.
+    steps: one DecodeStep per generated token (<eos> included); for beam search they follow the
+        final best hypothesis.
+    beams: beam search only, per step the live beams (best first) followed by the hypotheses that
+        finished at that step; empty for greedy and sampling.
+    """
+
+    tokens: list[int]
+    finished: bool
+    score: float
+    steps: list[DecodeStep]
+    beams: list[list[Beam]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TeacherForcing:
+    """Every position predicted at once from the TRUE previous tokens (how the model is trained).
+
+    input_ids: [<bos>] + target (T tokens), what the decoder reads.
+    target_ids: target + [<eos>] (T tokens), what it should predict at each position.
+    predicted_ids / predicted_probs: the model's most likely token per position and its probability.
+    true_probs: the probability the model gives the true next token per position.
+    score: sum of the log-probabilities of the true tokens (<eos> included).
+    decoder_attention: (n_layers, H, T, T), cross_attention: (n_layers, H, T, S), CPU float.
+    """
+
+    input_ids: list[int]
+    target_ids: list[int]
+    predicted_ids: list[int]
+    predicted_probs: list[float]
+    true_probs: list[float]
+    score: float
+    decoder_attention: torch.Tensor
+    cross_attention: torch.Tensor
+
+    @property
+    def n_correct(self) -> int:
+        return sum(p == t for p, t in zip(self.predicted_ids, self.target_ids))
+
+
+# -- checks -----------------------------------------------------------------------------------
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_model(model: Transformer) -> None:
+    if model.training:
+        raise ValueError(
+            "The model is in training mode (dropout on), so decoding would not be repeatable; call model.eval() first."
+        )
+
+
+def _check_ids(ids: Sequence[int] | torch.Tensor, what: str, model: Transformer, *, allow_empty: bool) -> list[int]:
+    if isinstance(ids, torch.Tensor):
+        if ids.dim() != 1:
+            raise ValueError(f"The {what} must be one sequence of token ids, got a tensor of shape {tuple(ids.shape)}.")
+        ids = ids.tolist()
+    ids = [int(i) for i in ids]
+    if not ids and not allow_empty:
+        raise ValueError(f"The {what} is empty: give it at least one token.")
+    vocab = model.config.src_vocab_size if what == "source" else model.config.tgt_vocab_size
+    bad = [i for i in ids if not 0 <= i < vocab]
+    if bad:
+        raise ValueError(f"The {what} has token id {bad[0]}, outside this model's vocabulary of {vocab} tokens.")
+    return ids
+
+
+def _check_source(model: Transformer, src_ids: Sequence[int] | torch.Tensor) -> list[int]:
+    src = _check_ids(src_ids, "source", model, allow_empty=False)
+    if len(src) > model.config.max_len:
+        raise ValueError(
+            f"The source has {len(src)} tokens but this model reads at most {model.config.max_len}."
+        )
+    return src
+
+
+def _check_max_len(model: Transformer, max_len: int) -> None:
+    if not _whole(max_len) or max_len < 1:
+        raise ValueError(f"max_len must be a whole number of at least 1, got {max_len!r}.")
+    if max_len > model.config.max_len:
+        raise ValueError(
+            f"max_len ({max_len}) is longer than the longest sequence this model handles ({model.config.max_len})."
+        )
+
+
+def _check_top_k(top_k: int, name: str = "top_k") -> None:
+    if not _whole(top_k) or top_k < 1:
+        raise ValueError(f"{name} must be a whole number of at least 1, got {top_k!r}.")
+
+
+def _trace_options(options: ForwardOptions | None) -> ForwardOptions:
+    """The caller's switches, with attention weights always on (the trace needs them)."""
+    return replace(options or ForwardOptions(), need_weights=True, need_details=False)
+
+
+# -- one decoder step ---------------------------------------------------------------------------
+def _encode(model: Transformer, src: list[int], opts: ForwardOptions) -> EncoderOutput:
+    return model.encode(torch.tensor([src], dtype=torch.long, device=model.device), opts)
+
+
+def _repeat(encoded: EncoderOutput, n: int) -> EncoderOutput:
+    """The (1, S, d) encoder output seen by n hypotheses at once (views, no copies)."""
+    if n == 1:
+        return encoded
+    mask = None if encoded.src_mask is None else encoded.src_mask.expand(n, -1, -1, -1)
+    return EncoderOutput(encoded.memory.expand(n, -1, -1), mask, (), ())
+
+
+@dataclass(frozen=True)
+class _StepOutput:
+    logprobs: torch.Tensor  # (B, V) float32 CPU, next-token log-probabilities at temperature 1
+    decoder_attention: torch.Tensor  # (B, L, H, t, t) CPU float
+    cross_attention: torch.Tensor  # (B, L, H, S) CPU float, last query row only
+
+
+def _next_token(
+    model: Transformer, prefixes: list[list[int]], encoded: EncoderOutput, opts: ForwardOptions
+) -> _StepOutput:
+    """Run the decoder on B prefixes of equal length t and read their last position."""
+    tgt = torch.tensor(prefixes, dtype=torch.long, device=model.device)  # (B, t)
+    out = model.decode(tgt, _repeat(encoded, len(prefixes)), opts)
+    logprobs = out.logits[:, -1].float().log_softmax(dim=-1)  # (B, V)
+    self_attn = torch.stack(out.decoder_attention, dim=1)  # (B, L, H, t, t)
+    cross_row = torch.stack(out.cross_attention, dim=1)[:, :, :, -1]  # (B, L, H, S)
+    return _StepOutput(logprobs.cpu(), self_attn.float().cpu(), cross_row.float().cpu())
+
+
+def _make_step(
+    prefix: list[int], chosen: int, step: _StepOutput, row: int, top_k: int, sampling_probs: torch.Tensor | None = None
+) -> DecodeStep:
+    logprobs = step.logprobs[row]  # (V,)
+    top = logprobs.topk(min(top_k, logprobs.numel()))
+    return DecodeStep(
+        prefix=list(prefix),
+        chosen=chosen,
+        chosen_logprob=float(logprobs[chosen]),
+        top_ids=top.indices.tolist(),
+        top_probs=top.values.exp().tolist(),
+        decoder_attention=step.decoder_attention[row],
+        cross_attention=step.cross_attention[row],
+        sampling_probs=[] if sampling_probs is None else sampling_probs[top.indices].tolist(),
+    )
+
+
+def _run_single(
+    model: Transformer,
+    src_ids: Sequence[int],
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    top_k: int,
+    options: ForwardOptions | None,
+    choose: Callable[[torch.Tensor], tuple[int, torch.Tensor | None]],
+) -> DecodeResult:
+    """The loop shared by greedy and sampling: one hypothesis, ``choose(logprobs) -> (id, probs | None)``."""
+    _check_model(model)
+    src = _check_source(model, src_ids)
+    _check_max_len(model, max_len)
+    _check_top_k(top_k)
+    opts = _trace_options(options)
+    with torch.inference_mode():
+        encoded = _encode(model, src, opts)
+        prefix, steps, score, finished = [bos_id], [], 0.0, False
+        for _ in range(max_len):
+            step = _next_token(model, [prefix], encoded, opts)
+            chosen, sampling_probs = choose(step.logprobs[0])
+            steps.append(_make_step(prefix, chosen, step, 0, top_k, sampling_probs))
+            score += steps[-1].chosen_logprob
+            if chosen == eos_id:
+                finished = True
+                break
+            prefix = prefix + [chosen]
+    return DecodeResult(tokens=prefix[1:], finished=finished, score=score, steps=steps)
+
+
+# -- greedy ---------------------------------------------------------------------------------------
+def greedy_decode(
+    model: Transformer,
+    src_ids: Sequence[int],
+    *,
+    max_len: int,
+    bos_id: int = DEFAULT_BOS_ID,
+    eos_id: int = DEFAULT_EOS_ID,
+    top_k: int = 5,
+    options: ForwardOptions | None = None,
+) -> DecodeResult:
+    """Always append the single most likely next token; stop at <eos> or after max_len tokens.
+
+    top_k is how many candidates each step's trace lists; it does not change the output.
+    """
+    return _run_single(
+        model, src_ids, max_len, bos_id, eos_id, top_k, options, lambda logprobs: (int(logprobs.argmax()), None)
+    )
+
+
+# -- sampling -------------------------------------------------------------------------------------
+def sampling_distribution(logprobs: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
+    """(V,) log-probabilities -> (V,) probabilities actually sampled from.
+
+    Divide the log-probabilities by the temperature (< 1 sharpens, > 1 flattens), keep only the
+    top_k most likely tokens (None keeps all), renormalise. At temperature <= 1e-6 all the mass
+    goes to the argmax.
+    """
+    if temperature <= GREEDY_TEMPERATURE:
+        probs = torch.zeros_like(logprobs)
+        probs[logprobs.argmax()] = 1.0
+        return probs
+    scaled = logprobs / temperature
+    if top_k is not None and top_k < scaled.numel():
+        cutoff = scaled.topk(top_k).values[-1]
+        scaled = scaled.masked_fill(scaled < cutoff, float("-inf"))
+    return scaled.softmax(dim=-1)
+
+
+def sample_decode(
+    model: Transformer,
+    src_ids: Sequence[int],
+    *,
+    temperature: float,
+    top_k: int | None,
+    seed: int,
+    max_len: int,
+    bos_id: int = DEFAULT_BOS_ID,
+    eos_id: int = DEFAULT_EOS_ID,
+    trace_k: int = 5,
+    options: ForwardOptions | None = None,
+) -> DecodeResult:
+    """Draw each next token at random from the model's distribution, reshaped by temperature and top-k.
+
+    Uses its own ``torch.Generator`` seeded with ``seed`` (never the global RNG, which other users of
+    the process share): the same seed and inputs give the same sample. temperature <= 1e-6 (0
+    included) is argmax, i.e. greedy. top_k=None samples from the whole vocabulary. The score and
+    chosen_logprob are under the model at temperature 1 (comparable with greedy and beam search);
+    each step's ``sampling_probs`` shows the reshaped distribution. trace_k is how many candidates
+    each step's trace lists.
+    """
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not math.isfinite(temperature):
+        raise ValueError(f"temperature must be a number, got {temperature!r}.")
+    if temperature < 0:
+        raise ValueError(f"temperature must be 0 or more (0 means always the most likely token), got {temperature}.")
+    if top_k is not None:
+        _check_top_k(top_k)
+    if not _whole(seed):
+        raise ValueError(f"seed must be a whole number, got {seed!r}.")
+    generator = torch.Generator().manual_seed(seed)
+
+    def choose(logprobs: torch.Tensor) -> tuple[int, torch.Tensor]:
+        probs = sampling_distribution(logprobs, float(temperature), top_k)
+        if temperature <= GREEDY_TEMPERATURE:
+            return int(logprobs.argmax()), probs
+        return int(torch.multinomial(probs, 1, generator=generator)), probs
+
+    return _run_single(model, src_ids, max_len, bos_id, eos_id, trace_k, options, choose)
+
+
+# -- beam search ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Hypothesis:
+    tokens: list[int]  # without <bos>, without <eos>
+    score: float
+    steps: list[DecodeStep]
+    finished: bool = False
+
+    def length(self) -> int:
+        return len(self.tokens) + self.finished
+
+    def rank_score(self, length_penalty: float) -> float:
+        return self.score / max(self.length(), 1) ** length_penalty
+
+    def as_beam(self, length_penalty: float) -> Beam:
+        return Beam(list(self.tokens), self.score, self.finished, self.rank_score(length_penalty))
+
+
+def beam_search(
+    model: Transformer,
+    src_ids: Sequence[int],
+    *,
+    beam_size: int,
+    max_len: int,
+    bos_id: int = DEFAULT_BOS_ID,
+    eos_id: int = DEFAULT_EOS_ID,
+    length_penalty: float = 0.0,
+    top_k: int = 5,
+    options: ForwardOptions | None = None,
+) -> DecodeResult:
+    """Keep the beam_size best prefixes at every step instead of only the best one.
+
+    Each step extends every live beam by every token and ranks the candidates by their summed
+    log-probability. Among the 2 * beam_size best candidates, one ending in <eos> is set aside as a
+    finished hypothesis if it ranks within the first beam_size; the best beam_size that do not end
+    in <eos> become the new live beams.
+
+    Length handling: hypotheses are finally ranked by ``score / length ** length_penalty``
+    (GNMT-style length normalisation, with length = tokens generated, <eos> included).
+    ``length_penalty = 0`` ranks by the raw sum, which favours short outputs because every token
+    adds a negative log-probability; 1 ranks by the mean log-probability per token. The search stops
+    when the best finished hypothesis ranks at least as high as the best that any live beam could
+    still reach (its score only falls, its length can grow up to max_len), or after max_len steps.
+    The best finished hypothesis wins; if none finished, the best live one (finished=False).
+
+    With beam_size=1 and length_penalty=0 this is exactly greedy decoding. A wider beam usually,
+    but not always, finds a higher score than greedy: a prefix it prunes can be the one that
+    would have ended best. top_k is how many candidates each step's trace lists.
+    """
+    _check_model(model)
+    src = _check_source(model, src_ids)
+    _check_max_len(model, max_len)
+    _check_top_k(top_k)
+    if not _whole(beam_size) or beam_size < 1:
+        raise ValueError(f"beam_size must be a whole number of at least 1, got {beam_size!r}.")
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or not (
+        0 <= length_penalty < math.inf
+    ):
+        raise ValueError(f"length_penalty must be a number of 0 or more, got {length_penalty!r}.")
+    opts = _trace_options(options)
+
+    def best_reachable(h: _Hypothesis) -> float:
+        # Log-probs are <= 0, so the sum only falls; dividing by the longest possible length is the best case.
+        return h.score / max_len**length_penalty
+
+    live = [_Hypothesis([], 0.0, [])]
+    finished: list[_Hypothesis] = []
+    history: list[list[Beam]] = []
+    with torch.inference_mode():
+        encoded = _encode(model, src, opts)
+        for _ in range(max_len):
+            step = _next_token(model, [[bos_id] + h.tokens for h in live], encoded, opts)
+            scores = torch.tensor([h.score for h in live], dtype=torch.float64)
+            candidates = scores[:, None] + step.logprobs.double()  # (B, V) summed log-probs
+            V = candidates.size(1)
+            best = candidates.flatten().topk(min(2 * beam_size, candidates.numel()))
+            new_live, new_finished = [], []
+            for rank, (total, flat) in enumerate(zip(best.values.tolist(), best.indices.tolist())):
+                row, token = divmod(flat, V)
+                parent = live[row]
+                if token == eos_id and rank >= beam_size:
+                    continue
+                if token != eos_id and len(new_live) == beam_size:
+                    continue
+                trace = parent.steps + [_make_step([bos_id] + parent.tokens, token, step, row, top_k)]
+                if token == eos_id:
+                    new_finished.append(_Hypothesis(parent.tokens, total, trace, finished=True))
+                else:
+                    new_live.append(_Hypothesis(parent.tokens + [token], total, trace))
+            finished += new_finished
+            live = new_live
+            history.append([h.as_beam(length_penalty) for h in live + new_finished])
+            if not live:
+                break
+            if finished:
+                top_finished = max(h.rank_score(length_penalty) for h in finished)
+                if top_finished >= max(best_reachable(h) for h in live):
+                    break
+    pool = finished or live
+    winner = max(pool, key=lambda h: h.rank_score(length_penalty))
+    return DecodeResult(
+        tokens=list(winner.tokens), finished=winner.finished, score=winner.score, steps=winner.steps, beams=history
+    )
+
+
+# -- teacher forcing ------------------------------------------------------------------------------
+def teacher_forced_predictions(
+    model: Transformer,
+    src_ids: Sequence[int],
+    tgt_ids: Sequence[int],
+    *,
+    bos_id: int = DEFAULT_BOS_ID,
+    eos_id: int = DEFAULT_EOS_ID,
+    options: ForwardOptions | None = None,
+) -> TeacherForcing:
+    """Feed [<bos>] + target in one pass and read every position's prediction.
+
+    This is how the model is trained: position i predicts target token i from the TRUE tokens
+    before it, all positions in parallel. Contrast with greedy decoding, which must live with its
+    own earlier choices (a single early mistake changes everything after it).
+    """
+    _check_model(model)
+    src = _check_source(model, src_ids)
+    tgt = _check_ids(tgt_ids, "target", model, allow_empty=True)
+    if len(tgt) + 1 > model.config.max_len:
+        raise ValueError(
+            f"The target has {len(tgt)} tokens; with <bos> that is more than the {model.config.max_len} "
+            "this model handles."
+        )
+    opts = _trace_options(options)
+    inputs, targets = [bos_id] + tgt, tgt + [eos_id]
+    with torch.inference_mode():
+        out = model.decode(torch.tensor([inputs], device=model.device), _encode(model, src, opts), opts)
+        logprobs = out.logits[0].float().log_softmax(dim=-1).cpu()  # (T, V)
+        best = logprobs.max(dim=-1)
+        true = logprobs.gather(1, torch.tensor(targets)[:, None]).squeeze(1)  # (T,)
+        return TeacherForcing(
+            input_ids=inputs,
+            target_ids=targets,
+            predicted_ids=best.indices.tolist(),
+            predicted_probs=best.values.exp().tolist(),
+            true_probs=true.exp().tolist(),
+            score=float(true.double().sum()),
+            decoder_attention=torch.stack(out.decoder_attention, dim=1)[0].float().cpu(),  # (L, H, T, T)
+            cross_attention=torch.stack(out.cross_attention, dim=1)[0].float().cpu(),  # (L, H, T, S)
+        )

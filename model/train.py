@@ -1,0 +1,94 @@
+"""Command line: train a model on a toy task and (optionally) save a checkpoint.
+
+    python -m model.train --task copy --seed 0 --target-accuracy 0.99 --eval-size 1000 \
+        --max-seconds 300 [--out assets/checkpoints/copy.pt]
+
+Progress goes to stderr; the LAST stdout line is one JSON object with at least
+task, seed, steps, seconds, accuracy, steps_per_s.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import torch
+
+from model.tasks import TASKS
+from model.training import MODEL_PRESETS, TrainingConfig, TrainingRun
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m model.train", description=__doc__.splitlines()[0])
+    p.add_argument("--task", default="copy", choices=sorted(TASKS))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--preset", default="small", choices=sorted(MODEL_PRESETS))
+    p.add_argument("--min-len", type=int, default=None, help="shortest source (copy/reverse/sort)")
+    p.add_argument("--max-len", type=int, default=None, help="longest source (copy/reverse/sort)")
+    p.add_argument("--alphabet", default=None, help="source alphabet (copy/reverse/sort)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--warmup", type=int, default=400)
+    p.add_argument("--factor", type=float, default=1.0)
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--max-steps", type=int, default=100_000)
+    p.add_argument("--max-seconds", type=float, default=300.0)
+    p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--eval-size", type=int, default=1000)
+    p.add_argument("--target-accuracy", type=float, default=None)
+    p.add_argument("--no-look-ahead-mask", action="store_true", help="train without the look-ahead mask")
+    p.add_argument("--no-padding-mask", action="store_true", help="train without the padding mask")
+    p.add_argument("--device", default=None, help="cuda, mps or cpu (default: best available)")
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1 is fastest for these tiny models on a shared CPU)")
+    p.add_argument("--out", default=None, help="write a checkpoint here")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        config = TrainingConfig(
+            task=args.task, task_min_len=args.min_len, task_max_len=args.max_len, task_alphabet=args.alphabet,
+            preset=args.preset, dropout=args.dropout, batch_size=args.batch_size, warmup=args.warmup,
+            factor=args.factor, label_smoothing=args.label_smoothing, seed=args.seed, max_steps=args.max_steps,
+            max_seconds=args.max_seconds, eval_every=args.eval_every, eval_size=args.eval_size,
+            target_accuracy=args.target_accuracy, use_padding_mask=not args.no_padding_mask,
+            use_look_ahead_mask=not args.no_look_ahead_mask, probe_every=10**9,
+        )
+        run = TrainingRun(config, device=args.device)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"training {args.task} on {run.device} ({run.model.num_params():,} parameters)", file=sys.stderr)
+    run.start()
+    last = 0.0
+    while run.alive:
+        time.sleep(0.2)
+        snap = run.snapshot()
+        if time.monotonic() - last > 5 and snap.step:
+            last = time.monotonic()
+            acc = f"{snap.accuracy:.3f}" if snap.accuracy is not None else "-"
+            print(f"step {snap.step:6d}  loss {snap.loss:.4f}  lr {snap.lrs[-1]:.2e}  acc {acc}  "
+                  f"{snap.elapsed_s:6.1f}s", file=sys.stderr)
+    snap = run.snapshot()
+    if snap.state == "failed":
+        print(f"error: training failed: {snap.reason}", file=sys.stderr)
+    accuracy = snap.accuracy
+    if args.out and snap.state != "failed":
+        from model.checkpoint import save_checkpoint
+
+        save_checkpoint(args.out, run.model, run.tokenizer, config.task_dict(), run.history())
+        print(f"saved {args.out}", file=sys.stderr)
+    print(json.dumps({
+        "task": args.task, "seed": args.seed, "steps": snap.step, "seconds": round(snap.elapsed_s, 3),
+        "accuracy": accuracy, "steps_per_s": round(snap.step / max(snap.elapsed_s, 1e-9), 3),
+        "state": snap.state, "reason": snap.reason, "device": snap.device, "out": args.out,
+    }))
+    return 0 if snap.state == "finished" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,417 @@
+"""Training engine: a run that owns its model, optimizer and schedule, and trains in a thread.
+
+It knows nothing about Streamlit: a UI starts, pauses, resumes and stops it, and polls
+``snapshot()`` for plain Python data. The command line (``python -m model.train``) and the
+benchmarks drive the same object synchronously with ``train_until_done()``.
+"""
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import torch
+
+from model.config import TransformerConfig
+from model.device import pick_device
+from model.layers import dropout_generator
+from model.loss import label_smoothed_cross_entropy
+from model.run_slots import RunSlots
+from model.schedule import noam_lr, noam_scheduler
+from model.tasks import Task, batch_from_pairs, exact_match, make_task
+from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, CharTokenizer
+from model.transformer import ForwardOptions, Transformer
+
+STATES = ("idle", "queued", "running", "paused", "finished", "failed")
+MODEL_PRESETS = {
+    "tiny": dict(d_model=32, n_heads=2, n_layers=1, d_ff=64),
+    "small": dict(d_model=64, n_heads=4, n_layers=2, d_ff=256),
+}
+MAX_BATCH_SIZE = 512
+MAX_STEPS = 200_000
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Everything that defines a run; the same config and seed replay the same loss history."""
+
+    task: str = "copy"
+    task_min_len: int | None = None
+    task_max_len: int | None = None
+    task_alphabet: str | None = None
+    preset: str = "small"
+    dropout: float = 0.1
+    norm_first: bool = False
+    batch_size: int = 64
+    warmup: int = 400
+    factor: float = 1.0
+    label_smoothing: float = 0.1
+    seed: int = 0
+    max_steps: int = 3000
+    max_seconds: float = 300.0
+    eval_every: int = 50
+    eval_size: int = 200
+    target_accuracy: float | None = None
+    use_padding_mask: bool = True
+    use_look_ahead_mask: bool = True
+    probe_every: int = 50
+    probe_source: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.preset not in MODEL_PRESETS:
+            raise ValueError(f"Unknown model size {self.preset!r}; choose one of {', '.join(MODEL_PRESETS)}.")
+        checks = [
+            (1 <= self.batch_size <= MAX_BATCH_SIZE, f"The batch size must be between 1 and {MAX_BATCH_SIZE}."),
+            (self.warmup >= 1, "Warmup must be at least 1 step (the schedule divides by it)."),
+            (self.factor > 0, "The learning-rate factor must be positive."),
+            (0 <= self.label_smoothing < 1, "Label smoothing ε must be at least 0 and below 1."),
+            (0 <= self.dropout < 1, "Dropout must be at least 0 and below 1."),
+            (1 <= self.max_steps <= MAX_STEPS, f"The step cap must be between 1 and {MAX_STEPS}."),
+            (self.max_seconds > 0, "The time cap must be positive."),
+            (self.eval_every >= 1 and self.eval_size >= 1, "Evaluation needs at least 1 example every step or more."),
+            (self.probe_every >= 1, "The attention probe interval must be at least 1 step."),
+            (self.target_accuracy is None or 0 < self.target_accuracy <= 1, "The target accuracy is a fraction in (0, 1]."),
+        ]
+        for ok, sentence in checks:
+            if not ok:
+                raise ValueError(sentence)
+        self.make_task()  # a bad task name or task option fails here, not in the thread
+
+    def make_task(self) -> Task:
+        return make_task(self.task, self.task_min_len, self.task_max_len, self.task_alphabet)
+
+    def task_dict(self) -> dict:
+        return {"name": self.task, "min_len": self.task_min_len, "max_len": self.task_max_len,
+                "alphabet": self.task_alphabet}
+
+    def model_config(self, tokenizer: CharTokenizer, task: Task) -> TransformerConfig:
+        longest = max(task.max_src_len, task.max_tgt_len) + 2
+        return TransformerConfig(
+            src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
+            dropout=self.dropout, norm_first=self.norm_first, max_len=max(64, longest), pad_id=PAD_ID,
+            **MODEL_PRESETS[self.preset],
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ProbeAttention:
+    """Cross-attention of the fixed probe example at one step: (L, H, T, S) as nested lists."""
+
+    step: int
+    cross_attention: list
+    output: str
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """Plain-data view of a run at one moment (safe to hand to any thread or UI)."""
+
+    state: str
+    reason: str
+    step: int
+    max_steps: int
+    elapsed_s: float
+    losses: list[float]
+    lrs: list[float]
+    tokens_per_s: list[float]
+    evals: list[tuple[int, float]]  # (step, exact-match accuracy)
+    probes: list[ProbeAttention]
+    probe_src_tokens: list[str]
+    probe_tgt_tokens: list[str]
+    queue_position: int
+    device: str
+    num_params: int
+    config: dict
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.evals[-1][1] if self.evals else None
+
+    @property
+    def loss(self) -> float | None:
+        return self.losses[-1] if self.losses else None
+
+    @property
+    def eta_s(self) -> float | None:
+        if self.step < 1 or self.state not in ("running", "paused"):
+            return None
+        return self.elapsed_s / self.step * (self.max_steps - self.step)
+
+
+@torch.inference_mode()
+def greedy_batch(model: Transformer, src: torch.Tensor, max_new: int, opts: ForwardOptions) -> torch.Tensor:
+    """Greedy decoding of a whole batch at once: src (B, S) -> generated ids (B, <= max_new).
+
+    The encoder runs once; rows that produced <eos> keep emitting <pad>; stops when all are done.
+    """
+    fast = replace(opts, need_weights=False, need_details=False)
+    encoded = model.encode(src, fast)
+    B = src.size(0)
+    ys = torch.full((B, 1), BOS_ID, dtype=torch.long, device=src.device)  # (B, t)
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    for _ in range(max_new):
+        next_id = model.decode(ys, encoded, fast).logits[:, -1].argmax(-1)  # (B,)
+        next_id = next_id.masked_fill(done, PAD_ID)
+        ys = torch.cat([ys, next_id[:, None]], dim=1)
+        done |= next_id == EOS_ID
+        if bool(done.all()):
+            break
+    return ys[:, 1:]
+
+
+class TrainingRun:
+    """One training run. ``start()`` trains in a daemon thread; ``train_until_done()`` in this one.
+
+    Thread-safety: the training thread holds ``_lock`` while it changes the model or the
+    history; ``snapshot()``, ``checkpoint_bytes()`` and the probe take the same lock.
+    """
+
+    def __init__(self, config: TrainingConfig, device: str | torch.device | None = None,
+                 slots: RunSlots | None = None) -> None:
+        self.config = config
+        self.device = torch.device(device) if device is not None else pick_device()
+        self.task = config.make_task()
+        self.tokenizer = CharTokenizer(self.task.alphabet)
+        self.model_config = config.model_config(self.tokenizer, self.task)
+        self._slots = slots
+        with torch.random.fork_rng(devices=[]):  # init from the run's seed without touching others
+            torch.manual_seed(config.seed)
+            self.model = Transformer(self.model_config).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+        self.scheduler = noam_scheduler(self.optimizer, self.model_config.d_model, config.warmup, config.factor)
+        self._generator = torch.Generator(device=self.device).manual_seed(config.seed)
+        self._data_rng = random.Random(config.seed)
+        self._eval_pairs = self.task.sample_pairs(random.Random(config.seed + 1_000_003), config.eval_size)
+        self.options = ForwardOptions(
+            use_padding_mask=config.use_padding_mask, use_look_ahead_mask=config.use_look_ahead_mask,
+            need_weights=False,
+        )
+        probe = config.probe_source or self.task.example
+        self._probe = (probe, self.task.target_for(probe) or probe)
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
+        self._state, self._reason = "idle", ""
+        self._stop_requested = self._pause_requested = False
+        self._step = 0
+        self._elapsed = 0.0
+        self._losses: list[float] = []
+        self._lrs: list[float] = []
+        self._tokens_per_s: list[float] = []
+        self._evals: list[tuple[int, float]] = []
+        self._probes: list[ProbeAttention] = []
+
+    # -- one step, one evaluation ----------------------------------------------------------
+    def train_step(self) -> float:
+        """One optimizer step on a fresh batch; returns the loss. Caller holds no lock."""
+        t0 = time.perf_counter()
+        pairs = self.task.sample_pairs(self._data_rng, self.config.batch_size)
+        batch = batch_from_pairs(pairs, self.tokenizer)
+        src, tgt_in, tgt_out = (x.to(self.device, non_blocking=True) for x in (batch.src, batch.tgt_in, batch.tgt_out))
+        self.model.train()
+        with dropout_generator(self._generator):
+            logits = self.model(src, tgt_in, self.options.use_padding_mask, self.options.use_look_ahead_mask,
+                                need_weights=False).logits
+        loss = label_smoothed_cross_entropy(logits, tgt_out, self.config.label_smoothing, PAD_ID)
+        value = loss.item()
+        if not math.isfinite(value):
+            raise FloatingPointError(f"the loss became {value} at step {self._step + 1}")
+        with self._lock:
+            lr = self.optimizer.param_groups[0]["lr"]
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+            self.scheduler.step()
+            self._step += 1
+            dt = time.perf_counter() - t0
+            self._losses.append(value)
+            self._lrs.append(lr)
+            self._tokens_per_s.append(int((tgt_out != PAD_ID).sum()) / max(dt, 1e-9))
+        return value
+
+    def evaluate(self, pairs: list[tuple[str, str]] | None = None, stop_below: float | None = None) -> float:
+        """Greedy exact-match accuracy on ``pairs`` (default: the run's held-out set).
+
+        With ``stop_below``, evaluation ends early, in chunks, as soon as the accuracy can no longer
+        reach that value (the answer then is an upper bound below it: the stopping rule is unchanged).
+        """
+        pairs = pairs if pairs is not None else self._eval_pairs
+        allowed_errors = len(pairs) * (1 - stop_below) if stop_below is not None else math.inf
+        errors = 0
+        chunk = 250
+        self.model.eval()
+        for i in range(0, len(pairs), chunk):
+            part = pairs[i:i + chunk]
+            batch = batch_from_pairs(part, self.tokenizer)
+            out = greedy_batch(self.model, batch.src.to(self.device), self.task.max_tgt_len + 1, self.options)
+            predictions = [self.tokenizer.decode(row) for row in out.tolist()]
+            errors += round((1 - exact_match(predictions, [t for _, t in part])) * len(part))
+            if errors > allowed_errors:
+                break
+        return 1 - errors / len(pairs)
+
+    def predict(self, sources: list[str]) -> list[str]:
+        """Greedy answers for typed sources (characters outside the alphabet become <unk>)."""
+        with self._lock:
+            self.model.eval()
+            src, _ = self.tokenizer.encode_batch(sources, max_len=self.model_config.max_len)
+            out = greedy_batch(self.model, src.to(self.device), self.task.max_tgt_len + 1, self.options)
+        return [self.tokenizer.decode(row) for row in out.tolist()]
+
+    @torch.inference_mode()
+    def _probe_attention(self) -> ProbeAttention:
+        source, target = self._probe
+        self.model.eval()
+        src = torch.tensor([self.tokenizer.encode(source)], device=self.device)
+        tgt = torch.tensor([self.tokenizer.encode(target, add_bos=True)], device=self.device)
+        out = self.model(src, tgt, self.options.use_padding_mask, self.options.use_look_ahead_mask)
+        cross = torch.stack(out.cross_attention)[:, 0]  # (L, H, T, S)
+        answer = self.tokenizer.decode(greedy_batch(self.model, src, self.task.max_tgt_len + 1, self.options)[0])
+        return ProbeAttention(self._step, cross.cpu().tolist(), answer)
+
+    def _after_step(self) -> None:
+        cfg = self.config
+        if self._step % cfg.probe_every == 0 or self._step == 1:
+            probe = self._probe_attention()
+            with self._lock:
+                self._probes.append(probe)
+        if self._step % cfg.eval_every == 0:
+            accuracy = self.evaluate(stop_below=cfg.target_accuracy)
+            with self._lock:
+                self._evals.append((self._step, accuracy))
+
+    def _done_reason(self) -> str | None:
+        cfg = self.config
+        if cfg.target_accuracy is not None and self._evals and self._evals[-1][0] == self._step \
+                and self._evals[-1][1] >= cfg.target_accuracy:
+            return "target accuracy reached"
+        if self._step >= cfg.max_steps:
+            return "step cap reached"
+        if self._elapsed >= cfg.max_seconds:
+            return "time cap reached"
+        return None
+
+    # -- synchronous driving (CLI, benchmarks, tests) -----------------------------------------
+    def train_until_done(self) -> RunSnapshot:
+        """Train in the calling thread until a cap or the target accuracy; returns the final snapshot."""
+        self._set_state("running")
+        try:
+            while True:
+                t0 = time.perf_counter()
+                self.train_step()
+                self._after_step()
+                self._elapsed += time.perf_counter() - t0
+                reason = self._done_reason()
+                if reason:
+                    self._set_state("finished", reason)
+                    break
+        except Exception as exc:  # a failing step ends the run, it does not kill the caller's process
+            self._set_state("failed", _describe(exc))
+        return self.snapshot()
+
+    # -- background thread ------------------------------------------------------------------
+    def start(self) -> None:
+        """Start training in a daemon thread (queued first when the slots are all taken)."""
+        with self._lock:
+            if self._thread is not None:
+                raise RuntimeError("This run has already been started; make a new run to train again.")
+            self._state = "queued" if self._slots is not None else "running"
+            self._thread = threading.Thread(target=self._thread_main, name="training-run", daemon=True)
+        self._thread.start()
+
+    def pause(self) -> None:
+        with self._lock:
+            if self._state in ("running", "queued"):
+                self._pause_requested = True
+                if self._state == "running":
+                    self._state = "paused"
+
+    def resume(self) -> None:
+        with self._lock:
+            self._pause_requested = False
+            if self._state == "paused":
+                self._state = "running"
+            self._wake.notify_all()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Ask the run to stop and wait for its thread to end (prompt: at most one step)."""
+        with self._lock:
+            self._stop_requested = True
+            self._wake.notify_all()
+        if self._slots is not None:
+            self._slots.cancel(self)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _thread_main(self) -> None:
+        holding = False
+        try:
+            if self._slots is not None:
+                holding = self._slots.acquire(self, should_give_up=lambda: self._stop_requested)
+                if not holding:
+                    self._set_state("finished", "stopped before it started")
+                    return
+                with self._lock:
+                    self._state = "paused" if self._pause_requested else "running"
+            while True:
+                with self._lock:
+                    while self._pause_requested and not self._stop_requested:
+                        self._wake.wait(0.25)
+                    if self._stop_requested:
+                        self._state, self._reason = "finished", "stopped"
+                        return
+                t0 = time.perf_counter()
+                self.train_step()
+                self._after_step()
+                self._elapsed += time.perf_counter() - t0
+                reason = self._done_reason()
+                if reason:
+                    self._set_state("finished", reason)
+                    return
+        except Exception as exc:
+            self._set_state("failed", _describe(exc))
+        finally:
+            if holding:
+                self._slots.release(self)
+
+    def _set_state(self, state: str, reason: str = "") -> None:
+        with self._lock:
+            self._state, self._reason = state, reason
+
+    # -- reading ----------------------------------------------------------------------------
+    def snapshot(self) -> RunSnapshot:
+        with self._lock:
+            return RunSnapshot(
+                state=self._state, reason=self._reason, step=self._step, max_steps=self.config.max_steps,
+                elapsed_s=self._elapsed, losses=list(self._losses), lrs=list(self._lrs),
+                tokens_per_s=list(self._tokens_per_s), evals=list(self._evals), probes=list(self._probes),
+                probe_src_tokens=self.tokenizer.token_strings(self.tokenizer.encode(self._probe[0])),
+                probe_tgt_tokens=self.tokenizer.token_strings(self.tokenizer.encode(self._probe[1], add_bos=True)),
+                queue_position=self._slots.position(self) if self._slots is not None else 0,
+                device=str(self.device), num_params=self.model.num_params(), config=self.config.to_dict(),
+            )
+
+    def history(self) -> dict[str, Any]:
+        snap = self.snapshot()
+        return {"losses": snap.losses, "lrs": snap.lrs, "evals": snap.evals, "steps": snap.step,
+                "seconds": snap.elapsed_s, "config": snap.config}
+
+    def planned_lr(self, steps: int | None = None) -> list[float]:
+        """The Noam curve this run follows, step 1..steps (default: its step cap)."""
+        n = steps or self.config.max_steps
+        return [noam_lr(s, self.model_config.d_model, self.config.warmup, self.config.factor) for s in range(1, n + 1)]
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,130 @@
+"""Training engine: thread control, reproducibility, isolation, caps and the slot queue."""
+import threading
+import time
+
+import pytest
+import torch
+
+from model.run_slots import RunSlots
+from model.training import TrainingConfig, TrainingRun
+
+FAST = dict(task="copy", task_max_len=6, preset="tiny", batch_size=16, eval_every=10, eval_size=20,
+            probe_every=5, dropout=0.1, max_seconds=60)
+
+
+def wait_until(predicate, timeout=20.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_start_pause_resume_stop_and_no_thread_left():
+    run = TrainingRun(TrainingConfig(max_steps=100_000, **FAST), device="cpu")
+    before = threading.active_count()
+    run.start()
+    assert wait_until(lambda: run.snapshot().step >= 3)
+    run.pause()
+    assert wait_until(lambda: run.snapshot().state == "paused")
+    time.sleep(0.2)  # let an in-flight step land
+    held = run.snapshot().step
+    time.sleep(0.5)
+    assert run.snapshot().step == held  # pause holds
+    run.resume()
+    assert wait_until(lambda: run.snapshot().step > held)
+    t0 = time.monotonic()
+    run.stop(timeout=5)
+    assert time.monotonic() - t0 < 1.0  # prompt
+    assert not run.alive
+    snap = run.snapshot()
+    assert snap.state == "finished" and snap.reason == "stopped"
+    assert threading.active_count() == before
+
+
+def test_same_seed_same_loss_history_even_when_runs_overlap():
+    cfg = TrainingConfig(max_steps=25, **FAST)
+    solo = TrainingRun(cfg, device="cpu").train_until_done()
+    a, b = TrainingRun(cfg, device="cpu"), TrainingRun(cfg, device="cpu")
+    a.start(), b.start()
+    assert wait_until(lambda: not a.alive and not b.alive, 60)
+    assert a.snapshot().losses == b.snapshot().losses == solo.losses
+    other = TrainingRun(TrainingConfig(max_steps=25, **{**FAST, "task": "copy"}, ), device="cpu")
+    assert other.train_until_done().losses == solo.losses
+    different = TrainingRun(TrainingConfig(max_steps=25, **{**FAST, "seed": 0} | {"seed": 1}), device="cpu")
+    assert different.train_until_done().losses != solo.losses
+
+
+def test_snapshot_is_plain_data_and_history_is_recorded():
+    run = TrainingRun(TrainingConfig(max_steps=20, **FAST), device="cpu")
+    snap = run.train_until_done()
+    assert snap.state == "finished" and snap.reason == "step cap reached" and snap.step == 20
+    assert len(snap.losses) == len(snap.lrs) == len(snap.tokens_per_s) == 20
+    assert [s for s, _ in snap.evals] == [10, 20] and all(0 <= a <= 1 for _, a in snap.evals)
+    assert [p.step for p in snap.probes] == [1, 5, 10, 15, 20]
+    L, H = run.model_config.n_layers, run.model_config.n_heads
+    att = snap.probes[-1].cross_attention
+    assert len(att) == L and len(att[0]) == H
+    assert len(att[0][0]) == len(snap.probe_tgt_tokens) and len(att[0][0][0]) == len(snap.probe_src_tokens)
+    assert all(isinstance(x, float) for x in snap.losses)
+    assert snap.lrs == pytest.approx(run.planned_lr(20))
+
+
+def test_two_runs_are_isolated():
+    a = TrainingRun(TrainingConfig(max_steps=10, **FAST), device="cpu")
+    b = TrainingRun(TrainingConfig(max_steps=10, **{**FAST, "seed": 3}), device="cpu")
+    before = {k: v.clone() for k, v in b.model.state_dict().items()}
+    a.train_until_done()
+    assert all(torch.equal(before[k], v) for k, v in b.model.state_dict().items())
+    assert b.snapshot().step == 0
+
+
+def test_training_learns_the_tiny_copy_task():
+    cfg = TrainingConfig(task="copy", task_max_len=4, task_alphabet="abc", preset="tiny", batch_size=32,
+                         warmup=100, factor=1.0, dropout=0.0, max_steps=400, eval_every=50, eval_size=50,
+                         target_accuracy=0.95, probe_every=1000)
+    snap = TrainingRun(cfg, device="cpu").train_until_done()
+    assert snap.losses[-1] < snap.losses[0] / 2
+    assert snap.reason == "target accuracy reached", snap.evals
+
+
+def test_nan_loss_fails_the_run_with_a_reason():
+    run = TrainingRun(TrainingConfig(max_steps=10, **FAST), device="cpu")
+    with torch.no_grad():
+        run.model.generator.weight.fill_(float("nan"))
+    run.start()
+    assert wait_until(lambda: not run.alive)
+    snap = run.snapshot()
+    assert snap.state == "failed" and "loss became nan" in snap.reason
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(warmup=0), "Warmup"),
+    (dict(batch_size=100_000), "batch size"),
+    (dict(task="translate"), "valid task names"),
+    (dict(preset="huge"), "model size"),
+    (dict(label_smoothing=1.0), "smoothing"),
+])
+def test_bad_settings_are_refused_with_a_sentence(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        TrainingConfig(**kwargs)
+
+
+def test_slots_cap_concurrent_runs_and_queue_the_rest_in_order():
+    slots = RunSlots(1)
+    cfg = TrainingConfig(max_steps=100_000, **FAST)
+    first, second, third = (TrainingRun(cfg, device="cpu", slots=slots) for _ in range(3))
+    first.start()
+    assert wait_until(lambda: first.snapshot().state == "running")
+    second.start(), third.start()
+    assert wait_until(lambda: third.snapshot().queue_position == 2)
+    assert second.snapshot().state == "queued" and second.snapshot().queue_position == 1
+    assert second.snapshot().step == 0
+    first.stop()
+    assert wait_until(lambda: second.snapshot().state == "running" and second.snapshot().step > 0)
+    assert third.snapshot().queue_position == 1
+    third.stop()  # leaving the queue ends the thread promptly
+    assert not third.alive and third.snapshot().reason == "stopped before it started"
+    second.stop()
+    assert slots.running == 0 and slots.waiting == 0
