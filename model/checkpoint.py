@@ -151,6 +151,11 @@ def save_checkpoint(
     try:
         with os.fdopen(fd, "wb") as f:
             torch.save(payload, f)
+        # mkstemp makes the file private (0600); a checkpoint is an ordinary file (shipped in
+        # assets/, read by a non-root server user), so give it the usual permissions.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
