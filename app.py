@@ -1,0 +1,16 @@
+"""Transformer Playground: the router. Run with ``streamlit run app.py``.
+
+Page files live in ``app_pages/`` (not ``pages/``: see the README); their order, URL paths and
+sections come from ``ui/tour.py``.
+"""
+import streamlit as st
+
+from ui import sidebar, tour, warmup
+from ui.i18n import t
+
+sidebar.bind_shared_state()
+st.set_page_config(page_title=t("common.app_title"), page_icon=":material/school:", layout="wide")
+current = st.navigation(tour.navigation_sections())
+sidebar.render()
+current.run()
+warmup.start_warmup()

@@ -1,0 +1,244 @@
+"""How long a page takes to rerun after a widget change, and how long the app takes to start.
+
+Both are ratios against a reference measured in the same run, so they mean the same thing on a
+laptop and on a busy CI machine:
+
+* rerun: the server-side time of ``AppTest.run()`` after one widget change on each page, next to
+  the same for a one-widget Streamlit script (median of ``--runs``, interleaved), with compiled
+  scripts cached across runs as a real server does. Target <= 2x.
+* cold start: ``streamlit run app.py`` until its first script run has finished (a websocket
+  client asks for the run and waits for ``script_finished``), next to a one-line app that only
+  imports torch, plotly and pandas, started the same way. Target <= 1.2x.
+
+Run ``python bench/page_latency.py`` (``--help`` for options). The last line of stdout is one JSON
+object: ``ratio`` (worst page, at.run()), ``cold_start_ratio``, ``script_ratio`` (worst page,
+script run only) and the raw figures.
+
+Page authors: add or replace your page's entry in :data:`WIDGET_CHANGES` with a function that
+changes ONE widget that defines the view (it must not run the app), e.g.::
+
+    "attention": lambda at, i: at.slider(key="attention.heads").set_value(2 if i % 2 else 4),
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import streamlit.testing.v1.app_test as _app_test  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from ui.tour import TOUR, stop  # noqa: E402
+
+# A server compiles each script once per process and keeps the bytecode; AppTest makes a new
+# ScriptCache for every run and so recompiles app.py and the page each time, which is not what
+# a visitor waits for. Share one cache, as the server does (for the page and the reference).
+_SHARED_SCRIPT_CACHE = _app_test.ScriptCache()
+_app_test.ScriptCache = lambda: _SHARED_SCRIPT_CACHE
+
+# The script-run part alone (Streamlit's ScriptRunner executing app.py and the page, without
+# AppTest's own set-up and result parsing), reported beside the at.run() figure.
+from streamlit.runtime.scriptrunner import script_runner as _script_runner  # noqa: E402
+
+_script_seconds: list[float] = []
+_original_run_script = _script_runner.ScriptRunner._run_script
+
+
+def _timed_run_script(self, *args, **kwargs):
+    start = time.perf_counter()
+    try:
+        return _original_run_script(self, *args, **kwargs)
+    finally:
+        _script_seconds.append(time.perf_counter() - start)
+
+
+_script_runner.ScriptRunner._run_script = _timed_run_script
+
+Change = Callable[[AppTest, int], object]
+
+
+def toggle_language(at: AppTest, i: int) -> object:
+    """Flip the sidebar's language: the whole page reruns in the other language."""
+    return at.radio(key="lang").set_value("zh" if i % 2 == 0 else "en")
+
+
+# One widget change per page; pages with view widgets of their own should use one of them.
+WIDGET_CHANGES: dict[str, Change] = {
+    "home": toggle_language,
+    "tokens": toggle_language,
+    "masks": toggle_language,
+    "positional": toggle_language,
+    "attention": toggle_language,
+    "decoding": toggle_language,
+    "training": toggle_language,
+}
+
+TRIVIAL_RERUN_SCRIPT = 'import streamlit as st\nst.radio("x", ["en", "zh"], key="lang")\n'
+TRIVIAL_COLD_SCRIPT = "import torch, plotly, pandas, streamlit as st\nst.write('hello')\n"
+RUN_TIMEOUT_S = 120
+
+
+def open_page(key: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=RUN_TIMEOUT_S)
+    at.query_params["lang"] = "en"
+    at.run()
+    s = stop(key)
+    if not s.is_default:
+        at.switch_page(s.script).run()
+    if at.exception:
+        raise RuntimeError(f"{key}: {[e.value for e in at.exception]}")
+    return at
+
+
+def timed_rerun(at: AppTest, change: Change, i: int) -> tuple[float, float]:
+    """``(seconds of at.run(), seconds of the script run inside it)`` after ``change``."""
+    change(at, i)
+    _script_seconds.clear()
+    start = time.perf_counter()
+    at.run()
+    elapsed = time.perf_counter() - start
+    if at.exception:
+        raise RuntimeError([e.value for e in at.exception])
+    return elapsed, sum(_script_seconds)
+
+
+def rerun_ratios(runs: int) -> dict[str, dict[str, float]]:
+    """Per page: medians of the page's and the reference's reruns, as at.run() and script-only."""
+    from ui.warmup import wait_for_warmup
+
+    results: dict[str, dict[str, float]] = {}
+    for s in TOUR:
+        change = WIDGET_CHANGES.get(s.key, toggle_language)
+        try:
+            page_app = open_page(s.key)
+            timed_rerun(page_app, change, 0)
+        except Exception as exc:  # a broken page is reported, and the others are still measured
+            print(f"{s.key:<12} FAILED: {exc}", flush=True)
+            results[s.key] = {"error": str(exc)[:300]}
+            continue
+        wait_for_warmup(RUN_TIMEOUT_S)  # the background warm-up must not land inside a timing
+        trivial = AppTest.from_string(TRIVIAL_RERUN_SCRIPT, default_timeout=RUN_TIMEOUT_S).run()
+        for i in range(3):  # warm both (imports, caches) before timing
+            timed_rerun(page_app, change, i)
+            timed_rerun(trivial, toggle_language, i)
+        page_times, trivial_times = [], []
+        for i in range(runs):
+            page_times.append(timed_rerun(page_app, change, i))
+            trivial_times.append(timed_rerun(trivial, toggle_language, i))
+        page_ms, page_script_ms = (statistics.median(x) * 1e3 for x in zip(*page_times))
+        trivial_ms, trivial_script_ms = (statistics.median(x) * 1e3 for x in zip(*trivial_times))
+        results[s.key] = {
+            "ms": round(page_ms, 2), "trivial_ms": round(trivial_ms, 2), "ratio": round(page_ms / trivial_ms, 3),
+            "script_ms": round(page_script_ms, 2), "trivial_script_ms": round(trivial_script_ms, 2),
+            "script_ratio": round(page_script_ms / trivial_script_ms, 3),
+        }
+        print(f"{s.key:<12} at.run {page_ms:6.1f} ms vs {trivial_ms:5.1f} ms = {page_ms / trivial_ms:4.2f}x"
+              f"   script only {page_script_ms:6.1f} ms vs {trivial_script_ms:5.1f} ms"
+              f" = {page_script_ms / trivial_script_ms:4.2f}x", flush=True)
+    return results
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def first_run_seconds(script: Path) -> float:
+    """Seconds from ``streamlit run script`` to the end of its first script run."""
+    import websocket
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    port = free_port()
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = start + RUN_TIMEOUT_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
+                    break
+            except OSError:
+                if time.perf_counter() > deadline or proc.poll() is not None:
+                    raise RuntimeError(f"{script.name}: server did not start") from None
+                time.sleep(0.05)
+        ws = websocket.create_connection(
+            f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"], timeout=RUN_TIMEOUT_S
+        )
+        request = BackMsg()
+        request.rerun_script.query_string = "lang=en"
+        request.rerun_script.page_script_hash = ""
+        ws.send_binary(request.SerializeToString())
+        while True:
+            message = ForwardMsg()
+            message.ParseFromString(ws.recv())
+            if message.WhichOneof("type") == "script_finished":
+                break
+        elapsed = time.perf_counter() - start
+        ws.close()
+        return elapsed
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def cold_start(runs: int) -> dict[str, float]:
+    """Median first-run time of app.py and of the import-only reference, interleaved."""
+    with tempfile.TemporaryDirectory() as tmp:
+        reference = Path(tmp) / "reference_app.py"
+        reference.write_text(TRIVIAL_COLD_SCRIPT)
+        app_times, ref_times = [], []
+        for _ in range(runs):
+            ref_times.append(first_run_seconds(reference))
+            app_times.append(first_run_seconds(ROOT / "app.py"))
+    app_s, ref_s = statistics.median(app_times), statistics.median(ref_times)
+    print(f"cold start   app {app_s:6.2f} s   reference {ref_s:6.2f} s   ratio {app_s / ref_s:5.2f}", flush=True)
+    return {"app_s": round(app_s, 3), "reference_s": round(ref_s, 3), "ratio": round(app_s / ref_s, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=31, help="timed reruns per page (median)")
+    parser.add_argument("--cold-runs", type=int, default=3, help="cold starts of each app (median)")
+    parser.add_argument("--skip-cold", action="store_true", help="measure reruns only")
+    args = parser.parse_args()
+    os.chdir(ROOT)
+
+    pages = rerun_ratios(args.runs)
+    measured = [k for k in pages if "ratio" in pages[k]]
+    worst = max(measured, key=lambda k: pages[k]["ratio"])
+    worst_script = max(measured, key=lambda k: pages[k]["script_ratio"])
+    result: dict[str, object] = {"ratio": pages[worst]["ratio"], "worst_page": worst,
+                                 "script_ratio": pages[worst_script]["script_ratio"], "pages": pages,
+                                 "failed_pages": [k for k in pages if k not in measured],
+                                 "ratio_target": 2.0, "cold_start_target": 1.2}
+    if not args.skip_cold:
+        cold = cold_start(args.cold_runs)
+        result.update(cold_start_ratio=cold["ratio"], cold_start_s=cold["app_s"],
+                      cold_start_reference_s=cold["reference_s"])
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

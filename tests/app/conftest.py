@@ -1,0 +1,32 @@
+"""AppTest fixtures: a fresh simulated session of ``app.py`` per test, strict about translations."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+# Set before any catalog lookup: a missing key must fail the test, not show the key.
+os.environ["TP_I18N_STRICT"] = "1"
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "app.py"
+RUN_TIMEOUT_S = 60  # the first run imports torch; on a busy 2-core machine that can take a while
+
+
+def new_app(query: dict[str, str] | None = None, locale: str | None = None) -> AppTest:
+    """An AppTest of ``app.py`` with ``query`` in the URL and ``locale`` as the browser's language."""
+    at = AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S)
+    at.query_params.update(query or {})
+    if locale is not None:
+        at.context["locale"] = locale
+    return at
+
+
+@pytest.fixture
+def app() -> Callable[..., AppTest]:
+    """Factory: ``app(query={"lang": "zh"}, locale="zh-CN")`` gives an AppTest not yet run."""
+    return new_app
+

@@ -1,0 +1,115 @@
+"""The app shell in a real browser: deep links on a fresh server, language, the tour, the diagram."""
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import expect
+
+from ui.i18n import LANGS, translate
+from ui.tour import TOUR, neighbours
+
+pytestmark = pytest.mark.e2e
+
+EXCEPTION = '[data-testid="stException"]'
+
+
+def heading(key: str, lang: str) -> str:
+    return translate("common.app_title" if key == "home" else f"{key}.title", lang)
+
+
+def query(url: str) -> dict[str, list[str]]:
+    return parse_qs(urlparse(url).query)
+
+
+def path_of(url: str) -> str:
+    return urlparse(url).path.strip("/")
+
+
+def assert_shell(p, key: str, lang: str) -> None:
+    """The page ``key`` in ``lang``: its heading, the shared sidebar, no exception."""
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading(key, lang))
+    sidebar = p.locator('[data-testid="stSidebar"]')
+    expect(sidebar.locator('[data-testid="stSidebarNav"]')).to_be_visible()
+    expect(sidebar.get_by_text(translate("common.sidebar.language", lang), exact=True)).to_be_visible()
+    expect(sidebar.get_by_text(re.compile(r"(cpu|cuda|mps)"))).to_be_visible()
+    assert p.locator(EXCEPTION).count() == 0
+    assert query(p.url).get("lang") == [lang]
+
+
+def test_deep_links_on_a_fresh_server(page, fresh_server_url, screenshot):
+    """Every page opened by its own URL before any session has run the router."""
+    order = [s for s in TOUR if not s.is_default] + [TOUR[0]]  # the first request is a deep link
+    for lang in LANGS:
+        for s in order:
+            p = page(f"/{s.url_path}?lang={lang}", base_url=fresh_server_url)
+            assert_shell(p, s.key, lang)
+            assert path_of(p.url) == s.url_path
+            screenshot(p, f"page_{s.key}_{lang}")
+            p.context.close()
+
+
+def test_language_follows_the_browser_locale(page):
+    p = page("/", locale="zh-CN")
+    assert_shell(p, "home", "zh")
+    p = page("/masks", locale="en-GB")
+    assert_shell(p, "masks", "en")
+
+
+def test_switch_language_then_follow_next_through_the_tour(page, wait_for_app, screenshot):
+    p = page("/?lang=en")
+    assert_shell(p, "home", "en")
+    p.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label').filter(has_text="中文").click()
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading("home", "zh"))
+    wait_for_app(p)
+    assert_shell(p, "home", "zh")
+    for s in TOUR[:-1]:
+        _, following = neighbours(s.key)
+        label = translate("common.nav.next", "zh", title=translate(following.title_key, "zh"))
+        p.locator('[data-testid="stMain"] [data-testid="stPageLink"]').filter(has_text=label).click()
+        p.wait_for_url(re.compile(rf"/{re.escape(following.url_path)}(\?|$)"))
+        expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading(following.key, "zh"))
+        wait_for_app(p)
+        assert_shell(p, following.key, "zh")
+        screenshot(p, f"tour_{following.key}_zh")
+    _, last = neighbours(TOUR[-1].key)
+    assert last is None
+
+
+def test_sidebar_navigation_keeps_the_language(page, wait_for_app):
+    p = page("/tokens?lang=zh")
+    p.locator('[data-testid="stSidebarNav"] a').filter(has_text=translate("attention.title", "zh")).click()
+    p.wait_for_url(re.compile(r"/attention(\?|$)"))
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading("attention", "zh"))
+    wait_for_app(p)
+    expect(p).to_have_url(re.compile(r"[?&]lang=zh\b"))
+    assert_shell(p, "attention", "zh")
+
+
+@pytest.mark.parametrize("target", ["tokens", "masks", "positional", "attention", "decoding", "training"])
+def test_clicking_the_diagram_opens_the_page_in_the_same_session(page, wait_for_app, target):
+    p = page("/?lang=en")
+    # Change the language in this session only (not in the link) to prove the session survives.
+    p.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label').filter(has_text="中文").click()
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading("home", "zh"))
+    wait_for_app(p)
+    block = p.locator(f'a[data-page="{target}"]').first
+    expect(block).to_be_visible()
+    assert "lang=zh" in block.get_attribute("href")
+    block.click()
+    url_path = next(s.url_path for s in TOUR if s.key == target)
+    p.wait_for_url(re.compile(rf"/{re.escape(url_path)}(\?|$)"))
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading(target, "zh"))
+    wait_for_app(p)
+    assert_shell(p, target, "zh")
+
+
+def test_bad_link_values_show_a_notice_not_a_traceback(page, screenshot):
+    p = page("/attention?lang=xx&model=nope", locale="zh-CN")
+    assert_shell(p, "attention", "zh")
+    toasts = p.locator('[data-testid="stToast"]')
+    expect(toasts.first).to_be_visible()
+    text = " ".join(toasts.all_inner_texts())
+    assert "xx" in text and "nope" in text
+    screenshot(p, "bad_link_zh")

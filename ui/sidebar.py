@@ -1,0 +1,89 @@
+"""The sidebar every page shares: language, model, device, and the training run's status.
+
+``app.py`` calls :func:`bind_shared_state` before ``st.navigation`` (page titles need the
+language) and :func:`render` after it. Both the language and the model live in session state
+(keys ``"lang"`` and ``"model"``) and in the URL (``?lang=en|zh&model=<name>``); page links
+carry them (:data:`CARRIED_PARAMS`), and the sidebar writes them back after a switch through the
+navigation menu, which clears the query string.
+"""
+from __future__ import annotations
+
+import functools
+
+import streamlit as st
+
+from ui import models, training_status
+from ui.i18n import LANG_STATE_KEY, LANGS, browser_lang, t
+from ui.url_state import ChoiceParam, bind, markdown_literal
+
+CARRIED_PARAMS: tuple[str, ...] = ("lang", "model")
+
+
+def language_param() -> ChoiceParam:
+    """``?lang=``; its default is the session's language once chosen, else the browser's."""
+    chosen = st.session_state.get(LANG_STATE_KEY)
+    return ChoiceParam("lang", default=chosen if chosen in LANGS else browser_lang(), choices=LANGS)
+
+
+def model_param(names: list[str]) -> ChoiceParam:
+    return ChoiceParam("model", default=names[0], choices=names)
+
+
+def bind_shared_state() -> None:
+    """Settle this run's language and model from the URL / session (no drawing except notices)."""
+    bind(language_param(), key=LANG_STATE_KEY)
+    names = models.available_models()
+    if names:
+        bind(model_param(names), key=models.MODEL_STATE_KEY)
+    elif (asked := st.query_params.get("model")) is not None:
+        st.toast(
+            t("common.model.url_unavailable", name=markdown_literal(asked)),
+            icon=":material/link_off:",
+            duration="long",
+        )
+        del st.query_params["model"]
+
+
+@functools.cache
+def device_label() -> tuple[str, str | None]:
+    """``(device, error)``: the device ``model.device.pick_device()`` chose, once per process."""
+    try:
+        from model.device import pick_device
+
+        return str(pick_device()), None
+    except ValueError as exc:  # a bad TP_DEVICE: say so, run on the CPU
+        return "cpu", str(exc)
+
+
+def _model_label(name: str) -> str:
+    key = "common.model.label_session" if models.is_session_model(name) else "common.model.label_shipped"
+    return t(key, name=name)
+
+
+def render() -> None:
+    """Draw the shared sidebar (call after :func:`bind_shared_state`, on every page)."""
+    with st.sidebar:
+        st.radio(
+            t("common.sidebar.language"),
+            LANGS,
+            key=LANG_STATE_KEY,
+            format_func=lambda code: t(f"common.language_name.{code}"),
+            horizontal=True,
+            help=t("common.sidebar.language_help"),
+        )
+        names = models.available_models()
+        if names:
+            st.selectbox(
+                t("common.sidebar.model"),
+                names,
+                key=models.MODEL_STATE_KEY,
+                format_func=_model_label,
+                help=t("common.sidebar.model_help"),
+            )
+        else:
+            st.caption(t("common.model.none_available"))
+        device, error = device_label()
+        st.caption(t("common.sidebar.device", device=device), help=t("common.sidebar.device_help"))
+        if error:
+            st.warning(t("common.sidebar.device_error"), icon=":material/warning:")
+        training_status.sidebar_status()

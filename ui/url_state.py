@@ -1,0 +1,280 @@
+"""Mirror the widgets that define a view in the URL, so a teacher can paste a link to that view.
+
+A *param* says how one query-string value is named, parsed, checked and written back;
+:func:`bind` connects it to a widget's session-state key::
+
+    import streamlit as st
+    from ui.i18n import t
+    from ui.url_state import IntParam, ChoiceParam, bind
+
+    HEADS = IntParam("heads", default=4, lo=1, hi=8)
+    LAYER = ChoiceParam("layer", default="enc", choices=("enc", "dec", "cross"))
+
+    heads = st.slider(t("attention.heads"), 1, 8, key=bind(HEADS, key="attention.heads"))
+    layer = st.radio(t("attention.layer"), LAYER.choices, key=bind(LAYER, key="attention.layer"),
+                     format_func=lambda c: t(f"attention.layer_{c}"))
+
+Rules for page authors:
+
+* Call :func:`bind` right before the widget, every run, and give the widget ``key=`` what it
+  returns. Do **not** pass ``value=`` / ``index=`` to that widget: its value comes from session
+  state (Streamlit warns when both are given).
+* Query-string names are short and unique across the app (``lang`` and ``model`` belong to the
+  sidebar); session keys are unique too (prefix them with the page, as above).
+* Changes to the widget reach the URL on the rerun the change causes; nothing else to do.
+
+What :func:`bind` does, once per run:
+
+1. Decides the value. A value in the URL that differs from what this session last wrote there
+   wins (a pasted link, or ``st.page_link(..., query_params=...)``); otherwise the widget's own
+   state; otherwise the last value this session chose on this page (kept across page switches,
+   since Streamlit forgets the state of widgets that are not on screen); otherwise the default.
+2. Puts that value in ``st.session_state[key]`` before the widget is created.
+3. Writes its text form back to ``st.query_params[name]``, so the address bar always shows the
+   view.
+
+A malformed or out-of-range value never raises: the widget keeps its value (the default on a
+fresh visit) and a toast in the current language says which value was ignored and what is
+shown instead. Parsing and formatting are pure functions
+(``param.parse(text)``, ``param.format(value)``) and can be unit-tested without Streamlit.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Generic, Sequence, TypeVar
+
+T = TypeVar("T")
+
+_SHADOW_KEY = "_url_state.values"  # {session key: last value}, survives page switches
+_WRITTEN_KEY = "_url_state.written"  # {query name: text this session last wrote}
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+
+
+class BadValue(ValueError):
+    """A query-string value that a param cannot accept."""
+
+
+@dataclass(frozen=True)
+class Param(Generic[T]):
+    """One query-string value: its ``name`` in the URL and the ``default`` used when absent or bad."""
+
+    name: str
+    default: T
+
+    def parse(self, text: str) -> T:
+        """The value written as ``text`` in the URL; raises :class:`BadValue` if it is not allowed."""
+        raise NotImplementedError
+
+    def format(self, value: T) -> str:
+        """The text that :meth:`parse` reads back as ``value``."""
+        return str(value)
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` (e.g. a widget's state) is a legal value of this param."""
+        try:
+            return self.parse(self.format(value)) == value
+        except (BadValue, TypeError, ValueError):
+            return False
+
+
+@dataclass(frozen=True)
+class IntParam(Param[int]):
+    """An integer in ``[lo, hi]``, e.g. ``IntParam("layer", default=0, lo=0, hi=5)``."""
+
+    lo: int = 0
+    hi: int = 100
+
+    def parse(self, text: str) -> int:
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            raise BadValue(text) from None
+        if not self.lo <= value <= self.hi:
+            raise BadValue(text)
+        return value
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and self.lo <= value <= self.hi
+
+
+@dataclass(frozen=True)
+class FloatParam(Param[float]):
+    """A finite float in ``[lo, hi]``; with ``step``, snapped to ``lo + k * step`` (slider grids)."""
+
+    lo: float = 0.0
+    hi: float = 1.0
+    step: float | None = None
+
+    def parse(self, text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise BadValue(text) from None
+        if not math.isfinite(value) or not self.lo <= value <= self.hi:
+            raise BadValue(text)
+        if self.step:
+            value = round(self.lo + round((value - self.lo) / self.step) * self.step, 10)
+            value = min(max(value, self.lo), self.hi)
+        return value
+
+    def format(self, value: float) -> str:
+        return repr(float(value))
+
+    def accepts(self, value: Any) -> bool:
+        return (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and self.lo <= value <= self.hi
+        )
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+@dataclass(frozen=True)
+class BoolParam(Param[bool]):
+    """``true``/``false`` (also ``1``/``0``, ``yes``/``no``, ``on``/``off``)."""
+
+    def parse(self, text: str) -> bool:
+        word = text.strip().lower()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+        raise BadValue(text)
+
+    def format(self, value: bool) -> str:
+        return "true" if value else "false"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class ChoiceParam(Param[str]):
+    """One of ``choices`` (exact, case-sensitive strings), e.g. a task or a layer name."""
+
+    choices: Sequence[str] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "choices", tuple(self.choices))
+        if self.default not in self.choices:
+            raise ValueError(f"default {self.default!r} of {self.name!r} is not one of {self.choices!r}")
+
+    def parse(self, text: str) -> str:
+        if text not in self.choices:
+            raise BadValue(text)
+        return text
+
+    def accepts(self, value: Any) -> bool:
+        return value in self.choices
+
+
+@dataclass(frozen=True)
+class TextParam(Param[str]):
+    """Free text of at most ``max_len`` characters, without control characters (``\\n``, ``\\t`` allowed)."""
+
+    max_len: int = 200
+
+    def parse(self, text: str) -> str:
+        if len(text) > self.max_len or _CONTROL.search(text):
+            raise BadValue(text)
+        return text
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str) and len(value) <= self.max_len and not _CONTROL.search(value)
+
+
+def read(param: Param[T], query: dict[str, str] | None = None) -> tuple[T, str | None]:
+    """``(value, rejected_text)`` for ``param`` from ``query`` (default: ``st.query_params``).
+
+    ``rejected_text`` is None when the URL had no value or a good one; otherwise it is the text
+    that was ignored in favour of the default. Pure when ``query`` is given.
+    """
+    if query is None:
+        import streamlit as st
+
+        query = st.query_params
+    raw = query.get(param.name)
+    if raw is None:
+        return param.default, None
+    try:
+        return param.parse(raw), None
+    except BadValue:
+        return param.default, raw
+
+
+def markdown_literal(text: str, limit: int = 40) -> str:
+    """``text`` shortened to ``limit`` characters and escaped so Markdown shows it verbatim."""
+    short = text if len(text) <= limit else text[: limit - 1] + "…"
+    return _MD_SPECIAL.sub(r"\\\1", _CONTROL.sub("", short))
+
+
+def notify_bad_value(param: Param[T], rejected: str, used: T) -> None:
+    """A toast, in the current language, saying that ``rejected`` was ignored and ``used`` shown."""
+    import streamlit as st
+
+    from ui.i18n import t
+
+    st.toast(
+        t(
+            "common.url_bad_value",
+            name=markdown_literal(param.name),
+            value=markdown_literal(rejected),
+            used=markdown_literal(param.format(used)),
+        ),
+        icon=":material/link_off:",
+        duration="long",
+    )
+
+
+def bind(param: Param[T], *, key: str | None = None) -> str:
+    """Tie ``param`` to the session-state ``key`` of a widget; return the key to pass as ``key=``.
+
+    See the module docstring for the precedence of URL, widget state, the page's last value and
+    the default. Never raises on user input: a bad URL value is ignored (the widget keeps its
+    value, the default on a fresh visit) and a toast says so.
+    """
+    import streamlit as st
+
+    key = key or f"url.{param.name}"
+    state = st.session_state
+    shadow: dict[str, Any] = state.setdefault(_SHADOW_KEY, {})
+    written: dict[str, str] = state.setdefault(_WRITTEN_KEY, {})
+
+    raw = st.query_params.get(param.name)
+    from_url, rejected = read(param, {param.name: raw} if raw is not None else {})
+    url_is_new = raw is not None and raw != written.get(param.name)
+
+    if url_is_new and rejected is None:
+        value = from_url
+    elif key in state and param.accepts(state[key]):
+        value = state[key]
+    elif key in shadow and param.accepts(shadow[key]):
+        value = shadow[key]
+    else:
+        value = param.default
+
+    if key not in state or state[key] != value:
+        state[key] = value
+    shadow[key] = value
+    text = param.format(value)
+    if raw != text:
+        st.query_params[param.name] = text
+    written[param.name] = text
+    if url_is_new and rejected is not None:
+        notify_bad_value(param, rejected, value)
+    return key
+
+
+def current_query(*names: str) -> dict[str, str]:
+    """The present URL values of ``names`` (those that are set), e.g. to carry into a page link."""
+    import streamlit as st
+
+    present = st.query_params.to_dict()  # one read: ``name in st.query_params`` costs ~0.2 ms each
+    return {name: present[name] for name in names if name in present}
