@@ -1,0 +1,284 @@
+"""The attention page under AppTest, on small random models written for the test (no training).
+
+Checks read what the page actually shows: the plotly figures' JSON, metrics, tables and the URL.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from model.checkpoint import save_checkpoint
+from model.config import TransformerConfig
+from model.tasks import get_task
+from model.tokenizer import CharTokenizer
+from model.transformer import Transformer
+from ui import models
+from ui.i18n import LANGS, catalogs, translate
+
+N_LAYERS, N_HEADS, D_MODEL = 2, 2, 32
+D_K = D_MODEL // N_HEADS
+KINDS = ("encoder", "decoder", "cross")
+SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
+
+
+def write_random_checkpoint(path: Path, task_name: str, seed: int) -> None:
+    """An untrained model of ``task_name``: every invariant the page shows holds for it too."""
+    torch.manual_seed(seed)
+    tokenizer = CharTokenizer(get_task(task_name).alphabet)
+    config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
+                               d_model=D_MODEL, n_heads=N_HEADS, n_layers=N_LAYERS, d_ff=64, dropout=0.0, max_len=40)
+    save_checkpoint(path, Transformer(config).eval(), tokenizer, {"name": task_name})
+
+
+@pytest.fixture(scope="module")
+def checkpoint_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("attention_checkpoints")
+    write_random_checkpoint(folder / "copy.pt", "copy", seed=1)
+    write_random_checkpoint(folder / "dates.pt", "dates", seed=2)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def random_models(monkeypatch, checkpoint_dir):
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", checkpoint_dir)
+
+
+def open_attention(app, **query: str) -> AppTest:
+    at = app(query={"lang": "en", **query})
+    return clean(at.switch_page("app_pages/attention.py").run())
+
+
+def clean(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def chart(at: AppTest, key: str) -> dict:
+    """The plotly figure (as JSON) of the chart with widget key ``key``."""
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]
+    assert len(found) == 1, [c.proto.id for c in at.get("plotly_chart")]
+    return json.loads(found[0].proto.spec)
+
+
+def values(data) -> np.ndarray:
+    """A figure's array as floats, whether plotly wrote a list (None = empty cell = NaN) or a typed array."""
+    if isinstance(data, dict):  # plotly's typed-array form {"dtype", "bdata", "shape"}
+        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")]).astype(float)
+    return np.array(data, dtype=float)
+
+
+def all_heatmaps(figure: dict) -> list[np.ndarray]:
+    """z of every heatmap trace of ``figure``, in drawing order."""
+    return [values(trace["z"]) for trace in figure["data"] if trace["type"] == "heatmap"]
+
+
+def set_section(at: AppTest, section: str) -> AppTest:
+    return clean(at.segmented_control(key="attention.section").set_value(section).run())
+
+
+def query(at: AppTest, name: str) -> str:
+    value = at.query_params[name]
+    return value[0] if isinstance(value, list) else value
+
+
+def metric_values(at: AppTest) -> list[float]:
+    return [float(m.value) for m in at.metric]
+
+
+# ------------------------------------------------------------------ what the page shows
+
+
+def test_page_shows_the_task_example_and_the_answer(app):
+    at = open_attention(app)
+    assert at.text_input(key="attention.text").value == get_task("copy").example
+    assert query(at, "att_text") == get_task("copy").example
+    assert at.code, "the model's answer is shown"
+    assert any("\\sqrt{d_k}" in latex.value for latex in at.latex)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_overview_every_row_of_every_map_sums_to_one(app, kind):
+    at = open_attention(app, att_kind=kind)
+    maps = all_heatmaps(chart(at, "attention.grid"))
+    assert len(maps) == N_LAYERS * N_HEADS
+    for z in maps:
+        assert np.allclose(z.sum(axis=1), 1.0, atol=1e-3)
+        assert (z >= 0).all()
+    zoom = all_heatmaps(chart(at, "attention.zoom"))[0]
+    assert np.allclose(zoom.sum(axis=1), 1.0, atol=1e-3)
+    if kind == "decoder":  # the look-ahead mask: nothing above the diagonal
+        assert np.allclose(np.triu(zoom, k=1), 0.0)
+    if kind == "cross":  # one row per decoder position, one column per source character
+        source = get_task("copy").example
+        assert zoom.shape[1] == len(source)
+
+
+@pytest.mark.parametrize("layer", range(1, N_LAYERS + 1))
+@pytest.mark.parametrize("head", range(1, N_HEADS + 1))
+def test_each_layer_and_head_zooms_into_its_own_map(app, layer, head):
+    at = open_attention(app, att_kind="cross")
+    clean(at.segmented_control(key="attention.layer").set_value(layer).run())
+    clean(at.segmented_control(key="attention.head").set_value(head).run())
+    assert (query(at, "att_layer"), query(at, "att_head")) == (str(layer), str(head))
+    grid = all_heatmaps(chart(at, "attention.grid"))
+    zoom_figure = chart(at, "attention.zoom")
+    zoom = all_heatmaps(zoom_figure)[0]
+    assert np.allclose(zoom, grid[(layer - 1) * N_HEADS + (head - 1)], atol=1e-3)
+    assert f"layer {layer}, head {head}" in zoom_figure["layout"]["title"]["text"]
+    assert at.get("download_button"), "the shown map can be downloaded"
+
+
+def test_a_link_opens_the_same_view(app):
+    at = open_attention(app, att_kind="decoder", att_layer="2", att_head="2", att_view="heads", att_all="false")
+    assert at.segmented_control(key="attention.kind").value == "decoder"
+    assert at.segmented_control(key="attention.layer").value == 2
+    assert at.segmented_control(key="attention.head").value == 2
+    legend = [t["name"] for t in chart(at, "attention.head_view")["data"] if t.get("showlegend") is not False
+              and t.get("name")]
+    assert legend == ["Head 2"]
+
+
+@pytest.mark.parametrize(("name", "bad"), [("att_layer", "9"), ("att_head", "0"), ("att_kind", "self"),
+                                           ("att_view", "<b>x</b>")])
+def test_bad_link_values_fall_back_with_a_notice(app, name, bad):
+    at = open_attention(app, **{name: bad})
+    assert len(at.toast) == 1
+    assert query(at, name) != bad
+
+
+def test_head_view_draws_one_colour_per_head(app):
+    at = open_attention(app, att_view="heads", att_kind="encoder")
+    figure = chart(at, "attention.head_view")
+    names = {t["name"] for t in figure["data"] if t.get("name")}
+    assert names == {f"Head {h}" for h in range(1, N_HEADS + 1)}
+    clean(at.toggle(key="attention.all_heads").set_value(False).run())
+    assert query(at, "att_all") == "false"
+    names = {t["name"] for t in chart(at, "attention.head_view")["data"] if t.get("name")}
+    assert names == {"Head 1"}
+
+
+def test_inside_one_head_scores_are_scaled_by_the_square_root_of_d_k(app):
+    """Encoder layer 1 reads the embeddings, which the switch does not change: only the division does."""
+    at = open_attention(app, att_view="inside", att_kind="encoder", att_layer="1", att_head="1")
+    scaled = all_heatmaps(chart(at, "attention.scores"))[0]
+    weights_on = all_heatmaps(chart(at, "attention.weights"))[0]
+    entropy_on = metric_values(at)[0]
+    clean(at.toggle(key="attention.scale").set_value(False).run())
+    assert query(at, "att_scale") == "false"
+    raw = all_heatmaps(chart(at, "attention.scores"))[0]
+    weights_off = all_heatmaps(chart(at, "attention.weights"))[0]
+    entropy_off = metric_values(at)[0]
+    assert np.allclose(raw, scaled * math.sqrt(D_K), atol=0.05)
+    for weights in (weights_on, weights_off):
+        assert np.allclose(weights.sum(axis=1), 1.0, atol=1e-3)
+    # Without the division the softmax is sharper: every row's largest weight grows, entropy falls.
+    assert (weights_off.max(axis=1) >= weights_on.max(axis=1) - 1e-3).all()
+    assert entropy_off < entropy_on
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_inside_one_head_shows_q_k_v_scores_and_weights(app, kind):
+    at = open_attention(app, att_view="inside", att_kind=kind, att_layer="2", att_head="2")
+    q, k, v = all_heatmaps(chart(at, "attention.vectors"))
+    assert q.shape[1] == k.shape[1] == v.shape[1] == D_K
+    assert k.shape == v.shape
+    scores = all_heatmaps(chart(at, "attention.scores"))[0]
+    weights = all_heatmaps(chart(at, "attention.weights"))[0]
+    assert scores.shape == weights.shape == (q.shape[0], k.shape[0])
+    assert np.allclose(weights.sum(axis=1), 1.0, atol=1e-3)
+    if kind == "decoder":  # masked scores are left out of the picture
+        assert np.isnan(np.triu(scores, k=1)[np.triu_indices(len(scores), k=1)]).all()
+    entropy_bars = [t for t in chart(at, "attention.weights")["data"] if t["type"] == "bar"][0]
+    entropy = values(entropy_bars["x"])
+    assert len(entropy) == q.shape[0]
+    assert ((entropy >= 0) & (entropy <= math.log2(k.shape[0]) + 1e-3)).all()
+
+
+def test_statistics_table_has_one_row_per_head(app):
+    at = open_attention(app, att_view="stats", att_kind="encoder")
+    table = at.dataframe[0].value
+    assert len(table) == N_LAYERS * N_HEADS
+    entropy = table[translate("attention.stats.col_entropy", "en")]
+    largest = table[translate("attention.stats.col_max_entropy", "en")]
+    assert ((entropy >= 0) & (entropy <= largest + 1e-6)).all()
+    diagonal = table[translate("attention.stats.col_diagonal", "en")]
+    assert ((diagonal >= 0) & (diagonal <= 1)).all()
+    assert chart(at, "attention.stats_chart")["data"]
+
+
+def test_switching_heads_off_changes_the_answers_probability(app):
+    at = open_attention(app, att_view="ablation")
+    assert len(at.metric) == 1
+    before = metric_values(at)[0]
+    clean(at.multiselect(key="attention.ablate").set_value(["cross-1-1", "cross-2-1", "cross-2-2"]).run())
+    assert query(at, "att_off") == "cross-1-1,cross-2-1,cross-2-2"
+    base, same = metric_values(at)
+    assert base == pytest.approx(before, rel=1e-3)
+    assert not math.isclose(same, before, rel_tol=1e-2), "switching heads off must change the probability"
+    bars = [t for t in chart(at, "attention.ablation_chart")["data"] if t["type"] == "bar"]
+    assert len(bars) == 2 and len(values(bars[0]["y"])) == len(values(bars[1]["y"]))
+    clean(at.multiselect(key="attention.ablate").set_value([]).run())
+    assert len(at.metric) == 1 and metric_values(at)[0] == pytest.approx(before, rel=1e-3)
+
+
+def test_ablation_from_a_link(app):
+    at = open_attention(app, att_view="ablation", att_off="enc-1-2")
+    assert at.multiselect(key="attention.ablate").value == ["enc-1-2"]
+    bad = open_attention(app, att_view="ablation", att_off="enc-9-9")
+    assert bad.multiselect(key="attention.ablate").value == [] and len(bad.toast) == 1
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("section", SECTIONS)
+def test_every_section_in_both_languages(app, lang, section):
+    at = app(query={"lang": lang, "att_view": section})
+    clean(at.switch_page("app_pages/attention.py").run())
+    assert at.title[0].value == translate("attention.title", lang)
+    assert at.segmented_control(key="attention.section").value == section
+    markdown = " ".join(m.value for m in at.markdown)
+    assert translate("attention.try.heading", lang) in markdown
+
+
+def test_another_model_brings_its_own_example(app):
+    at = open_attention(app)
+    clean(at.selectbox(key="model").set_value("dates").run())
+    assert at.text_input(key="attention.text").value == get_task("dates").example
+    clean(at.text_input(key="attention.text").set_value("1 jan 2000").run())
+    clean(at.selectbox(key="model").set_value("copy").run())
+    assert at.text_input(key="attention.text").value == "1 jan 2000", "typed text is never replaced"
+
+
+@pytest.mark.parametrize(("text", "notice"), [("", "common.input.empty"), ("   ", "common.input.empty"),
+                                              ("x" * 100, "common.input.truncated"),
+                                              ("héllo ☃", "common.input.unknown_chars")])
+def test_bad_input_gets_a_clear_notice(app, text, notice):
+    at = open_attention(app)
+    clean(at.text_input(key="attention.text").set_value(text).run())
+    opening = catalogs()["en"][notice].split("{")[0]
+    assert any(w.value.startswith(opening) for w in at.warning), [w.value for w in at.warning]
+    if notice == "common.input.empty":
+        assert not at.get("plotly_chart")
+    else:
+        assert at.get("plotly_chart")
+
+
+def test_user_text_is_escaped_in_the_figures(app):
+    at = open_attention(app)
+    clean(at.text_input(key="attention.text").set_value("<b>x</b>").run())
+    spec = json.dumps(chart(at, "attention.zoom"))
+    assert "&lt;" in spec and "<b>x" not in spec
+
+
+def test_no_model_gives_a_notice_not_a_traceback(app, monkeypatch, tmp_path):
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
+    at = open_attention(app)
+    assert [i.value for i in at.info] == [translate("common.model.none_available", "en")]
+    assert not at.get("plotly_chart")

@@ -1,0 +1,244 @@
+"""The decoding page under AppTest, on small random models written for the test (no training).
+
+Checks read what the page shows: the step's figures, the outputs side by side, the teacher-forcing
+table, and the URL.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from model import decoding
+from model.checkpoint import save_checkpoint
+from model.config import TransformerConfig
+from model.tasks import get_task
+from model.tokenizer import CharTokenizer
+from model.transformer import Transformer
+from ui import models
+from ui.i18n import LANGS, catalogs, translate
+
+N_LAYERS, N_HEADS = 2, 2
+STRATEGIES = ("greedy", "beam", "sample")
+SECTIONS = ("steps", "compare", "forcing")
+
+
+def write_random_checkpoint(path: Path, task_name: str, seed: int) -> None:
+    """An untrained model of ``task_name``: decoding invariants hold for it too."""
+    torch.manual_seed(seed)
+    tokenizer = CharTokenizer(get_task(task_name).alphabet)
+    config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
+                               d_model=32, n_heads=N_HEADS, n_layers=N_LAYERS, d_ff=64, dropout=0.0, max_len=40)
+    save_checkpoint(path, Transformer(config).eval(), tokenizer, {"name": task_name})
+
+
+@pytest.fixture(scope="module")
+def checkpoint_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("decoding_checkpoints")
+    write_random_checkpoint(folder / "copy.pt", "copy", seed=3)
+    write_random_checkpoint(folder / "dates.pt", "dates", seed=4)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def random_models(monkeypatch, checkpoint_dir):
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", checkpoint_dir)
+
+
+def clean(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_decoding(app, lang: str = "en", **query: str) -> AppTest:
+    at = app(query={"lang": lang, **query})
+    return clean(at.switch_page("app_pages/decoding.py").run())
+
+
+def chart(at: AppTest, key: str) -> dict:
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]
+    assert len(found) == 1, [c.proto.id for c in at.get("plotly_chart")]
+    return json.loads(found[0].proto.spec)
+
+
+def values(data) -> np.ndarray:
+    """A figure's array as floats, whether plotly wrote a list (None = empty cell = NaN) or a typed array."""
+    if isinstance(data, dict):
+        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")]).astype(float)
+    return np.array(data, dtype=float)
+
+
+def query(at: AppTest, name: str) -> str:
+    value = at.query_params[name]
+    return value[0] if isinstance(value, list) else value
+
+
+def outputs(at: AppTest) -> list[str]:
+    """The texts in code blocks: in 'side by side', the greedy, beam and sampling outputs in order."""
+    return [c.value for c in at.code]
+
+
+def step(at: AppTest) -> int:
+    return at.slider(key="decoding.step").value
+
+
+# ------------------------------------------------------------------ step by step
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_step_shows_a_growing_triangle_and_its_next_tokens(app, strategy):
+    at = open_decoding(app, dec_strategy=strategy)
+    assert step(at) == 1
+    n = at.slider(key="decoding.step").max
+    last = min(n, 4)
+    for expected in range(1, last + 1):
+        assert step(at) == expected and query(at, "dec_step") == str(expected)
+        heat = values([t for t in chart(at, "decoding.triangle")["data"] if t["type"] == "heatmap"][0]["z"])
+        filled = ~np.isnan(heat)
+        assert filled.sum() == expected * expected, "the prefix has one token per step so far"
+        assert filled[:expected, :expected].all()
+        prefix = heat[:expected, :expected]
+        assert np.allclose(prefix.sum(axis=1), 1.0, atol=1e-3)
+        assert np.allclose(np.triu(prefix, k=1), 0.0)
+        bars = chart(at, "decoding.topk")["data"][0]
+        probs = values(bars["x"])
+        assert (np.diff(probs) <= 1e-9).all() and probs.max() <= 1.0
+        cross = values([t for t in chart(at, "decoding.cross")["data"] if t["type"] == "heatmap"][0]["z"])
+        assert cross.shape == (N_HEADS, len(get_task("copy").example))
+        assert np.allclose(cross.sum(axis=1), 1.0, atol=1e-3)
+        if expected < last:
+            clean(at.button(key="decoding.next").click().run())
+    clean(at.button(key="decoding.prev").click().run())
+    assert step(at) == last - 1
+
+
+def test_the_last_step_ends_with_eos_or_the_length_limit(app):
+    at = open_decoding(app)
+    n = at.slider(key="decoding.step").max
+    clean(at.slider(key="decoding.step").set_value(n).run())
+    ended = [s.value for s in at.success] + [w.value for w in at.warning]
+    assert len(ended) == 1
+    assert at.button(key="decoding.next").disabled
+
+
+def test_step_in_a_link_and_a_step_too_far(app):
+    at = open_decoding(app, dec_step="2", dec_layer="2", dec_head="2")
+    assert step(at) == 2
+    assert at.segmented_control(key="decoding.layer").value == 2
+    too_far = open_decoding(app, dec_step="999")
+    assert step(too_far) == 1 and len(too_far.toast) == 1
+
+
+def test_moving_the_step_slider_does_not_decode_again(app, monkeypatch):
+    calls = []
+    original = decoding.greedy_decode
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(decoding, "greedy_decode", counting)
+    at = open_decoding(app, dec_text="cache me once")
+    assert len(calls) == 1
+    for value in (2, 3, 1):
+        clean(at.slider(key="decoding.step").set_value(value).run())
+    clean(at.radio(key="lang").set_value("zh").run())
+    assert len(calls) == 1
+
+
+# ------------------------------------------------------------------ strategies side by side
+
+
+def test_beam_of_one_is_greedy(app):
+    at = open_decoding(app, dec_view="compare")
+    clean(at.slider(key="decoding.beam").set_value(1).run())
+    assert query(at, "dec_beam") == "1"
+    greedy, beam, _ = outputs(at)[:3]
+    assert beam == greedy
+    scores = [float(m.value) for m in at.metric]
+    assert scores[0] == pytest.approx(scores[1])
+    table = at.dataframe[0].value
+    assert set(table[translate("decoding.beams.rank", "en")]) == {1}
+
+
+def test_wider_beams_never_score_worse_than_their_own_first_beam(app):
+    at = open_decoding(app, dec_view="compare", dec_beam="4")
+    table = at.dataframe[0].value
+    ranks = table.groupby(translate("decoding.beams.step", "en"))[translate("decoding.beams.rank", "en")].max()
+    assert ranks.max() >= 2, "a beam of 4 keeps several hypotheses per step"
+    assert all(score <= 0 for score in table[translate("decoding.beams.score", "en")])
+
+
+def test_sampling_is_repeatable_and_temperature_zero_is_greedy(app):
+    at = open_decoding(app, dec_view="compare", dec_temp="1.5", dec_seed="7")
+    first = outputs(at)[2]
+    again = open_decoding(app, dec_view="compare", dec_temp="1.5", dec_seed="7")
+    assert outputs(again)[2] == first
+    clean(at.slider(key="decoding.temperature").set_value(0.0).run())
+    greedy, _, sample = outputs(at)[:3]
+    assert sample == greedy
+    clean(at.select_slider(key="decoding.top_k").set_value("3").run())
+    assert query(at, "dec_topk") == "3"
+    clean(at.number_input(key="decoding.seed").set_value(11).run())
+    assert query(at, "dec_seed") == "11"
+
+
+# ------------------------------------------------------------------ teacher forcing
+
+
+def test_teacher_forcing_against_free_running_with_a_known_target(app):
+    at = open_decoding(app, dec_view="forcing")
+    source = get_task("copy").example
+    assert outputs(at)[0] == source, "the copy task's target is the source itself"
+    table = at.dataframe[0].value
+    assert len(table) == len(source) + 1  # every character and <eos>
+    reads = list(table[translate("decoding.forcing.col_reads_true", "en")])
+    assert reads[0] == "<bos>" and "".join(reads[1:]).replace("␣", " ") == source
+    probs = table[translate("decoding.forcing.col_p_true", "en")]
+    assert ((probs >= 0) & (probs <= 1)).all()
+    bars = values(chart(at, "decoding.forcing_chart")["data"][0]["y"])
+    assert np.allclose(bars, probs, atol=1e-3)
+
+
+def test_a_target_can_be_typed_when_the_task_has_none(app):
+    at = open_decoding(app, dec_view="forcing")
+    clean(at.selectbox(key="model").set_value("dates").run())
+    clean(at.text_input(key="decoding.text").set_value("31 feb 2026").run())
+    assert not at.dataframe and at.info, "no correct date exists: the page asks for a target"
+    clean(at.text_input(key="decoding.target").set_value("2026-03-03").run())
+    assert query(at, "dec_target") == "2026-03-03"
+    assert len(at.dataframe[0].value) == len("2026-03-03") + 1
+
+
+# ------------------------------------------------------------------ languages, bad input, no model
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("section", SECTIONS)
+def test_every_section_in_both_languages(app, lang, section):
+    at = open_decoding(app, lang=lang, dec_view=section)
+    assert at.title[0].value == translate("decoding.title", lang)
+    assert at.segmented_control(key="decoding.section").value == section
+    assert translate("decoding.try.heading", lang) in " ".join(m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize(("text", "notice"), [("", "common.input.empty"), ("x" * 100, "common.input.truncated"),
+                                              ("héllo ☃", "common.input.unknown_chars")])
+def test_bad_input_gets_a_clear_notice(app, text, notice):
+    at = open_decoding(app)
+    clean(at.text_input(key="decoding.text").set_value(text).run())
+    opening = catalogs()["en"][notice].split("{")[0]
+    assert any(w.value.startswith(opening) for w in at.warning), [w.value for w in at.warning]
+    assert bool(at.get("plotly_chart")) == (notice != "common.input.empty")
+
+
+def test_no_model_gives_a_notice_not_a_traceback(app, monkeypatch, tmp_path):
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
+    at = open_decoding(app)
+    assert [i.value for i in at.info] == [translate("common.model.none_available", "en")]

@@ -1,0 +1,61 @@
+"""Cached, frozen figures: built once for the same builder and arguments, their dict computed once."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ui.figure_cache import cached_figure, figure_digest
+from ui.frozen_figure import FrozenFigure, freeze, with_shapes
+
+BUILDS: list[tuple] = []
+
+
+def bars(values, *, title: str = "") -> go.Figure:
+    BUILDS.append((tuple(np.asarray(values).tolist()), title))
+    return go.Figure(go.Bar(y=values), layout=dict(title=title))
+
+
+def lines(values, *, title: str = "") -> go.Figure:
+    return go.Figure(go.Scatter(y=values), layout=dict(title=title))
+
+
+def test_freeze_keeps_the_figure_and_computes_its_dict_once():
+    fig = go.Figure(go.Bar(y=[1, 2]))
+    frozen = freeze(fig)
+    assert frozen is fig and isinstance(fig, FrozenFigure) and isinstance(fig, go.Figure)
+    assert fig.to_dict() is fig.to_dict()
+    assert fig.to_dict()["data"][0]["type"] == "bar"
+
+
+def test_same_arguments_same_figure_other_arguments_other_figure():
+    BUILDS.clear()
+    values = np.array([1.0, 2.0, 3.0])
+    first = cached_figure(bars, values, title="a")
+    assert cached_figure(bars, values.copy(), title="a") is first
+    assert len(BUILDS) == 1
+    assert cached_figure(bars, values, title="b") is not first
+    assert cached_figure(bars, values + 1, title="a") is not first
+    assert isinstance(first, FrozenFigure)
+
+
+def test_the_digest_tells_builders_and_arguments_apart():
+    values = (1, 2)
+    assert figure_digest(bars, (values,), {}) == figure_digest(bars, (values,), {})
+    assert figure_digest(bars, (values,), {}) != figure_digest(lines, (values,), {})
+    assert figure_digest(bars, (values,), {"title": "x"}) != figure_digest(bars, (values,), {"title": "y"})
+    assert figure_digest(bars, (np.zeros(2, dtype=np.float32),), {}) != figure_digest(bars, (np.zeros(2),), {})
+
+
+def test_object_arrays_become_lists_in_the_frozen_dict():
+    custom = np.array([["a", 1], ["b", 2]], dtype=object)
+    fig = freeze(go.Figure(go.Scatter(x=[0, 1], y=[0, 1], customdata=custom)))
+    assert fig.to_dict()["data"][0]["customdata"] == [["a", 1], ["b", 2]]
+
+
+def test_with_shapes_adds_a_frame_without_touching_the_shared_figure():
+    fig = freeze(go.Figure(go.Bar(y=[1, 2])))
+    frame = dict(type="rect", x0=0, x1=1, y0=0, y1=1)
+    framed = with_shapes(fig, [frame])
+    assert framed.to_dict()["layout"]["shapes"] == [frame]
+    assert "shapes" not in fig.to_dict()["layout"]
+    assert framed.to_dict()["data"] is fig.to_dict()["data"]
