@@ -80,8 +80,8 @@ WIDGET_CHANGES: dict[str, Change] = {
     "tokens": toggle_language,
     "masks": toggle_language,
     "positional": toggle_language,
-    "attention": toggle_language,
-    "decoding": toggle_language,
+    "attention": lambda at, i: at.segmented_control(key="attention.head").set_value(2 if i % 2 == 0 else 1),
+    "decoding": lambda at, i: at.slider(key="decoding.step").set_value(2 if i % 2 == 0 else 3),
     "training": toggle_language,
 }
 
