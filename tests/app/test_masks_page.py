@@ -1,0 +1,300 @@
+"""The masks page under AppTest, on a small random model written for the test (no training).
+
+The checks read what the page shows: the masks and attention maps as plotly JSON, captions, code.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from model.checkpoint import save_checkpoint
+from model.config import TransformerConfig
+from model.tasks import get_task
+from model.tokenizer import CharTokenizer
+from model.transformer import Transformer
+from ui import models
+from ui.i18n import LANGS, translate
+
+N_LAYERS, N_HEADS = 2, 2
+BATCH = "hello world\nattention is all you need\nhi!"
+BAD_INPUTS = {
+    "empty": "",
+    "spaces": "   \n  \n ",
+    "long": "abc " * 40,
+    "many_lines": "\n".join(f"line {n}" for n in range(12)),
+    "emoji": "hi 👍🏽 there 🇫🇷",
+    "chinese": "你好，世界\n注意力",
+    "html": "<b>bold</b> <script>alert(1)</script>\n<s>x</s>",
+}
+
+
+def write_random_checkpoint(path: Path, max_len: int = 64) -> None:
+    torch.manual_seed(5)
+    tokenizer = CharTokenizer(get_task("copy").alphabet)
+    config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
+                               d_model=16, n_heads=N_HEADS, n_layers=N_LAYERS, d_ff=32, dropout=0.0, max_len=max_len)
+    save_checkpoint(path, Transformer(config).eval(), tokenizer, {"name": "copy"})
+
+
+@pytest.fixture(scope="module")
+def checkpoint_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("masks_checkpoints")
+    write_random_checkpoint(folder / "copy.pt")
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def random_model(monkeypatch, checkpoint_dir):
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", checkpoint_dir)
+
+
+def clean(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_masks(app, **query: str) -> AppTest:
+    at = app(query={"lang": "en", **query})
+    return clean(at.switch_page("app_pages/masks.py").run())
+
+
+def chart(at: AppTest, key: str) -> dict:
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-masks.{key}")]
+    assert len(found) == 1, [c.proto.id for c in at.get("plotly_chart")]
+    return json.loads(found[0].proto.spec)
+
+
+def values(data) -> np.ndarray:
+    if isinstance(data, dict):
+        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")]).astype(float)
+    return np.array(data, dtype=float)
+
+
+def z_of(figure: dict) -> np.ndarray:
+    return values(figure["data"][0]["z"])
+
+
+def ticks(figure: dict) -> list[str]:
+    return figure["layout"]["xaxis"]["ticktext"]
+
+
+def pad_columns(figure: dict) -> list[int]:
+    return [i for i, tok in enumerate(ticks(figure)) if tok == "&lt;pad&gt;"]
+
+
+def captions(at: AppTest) -> list[str]:
+    return [c.value for c in at.caption]
+
+
+def text(key: str, **fmt) -> str:
+    return translate(f"masks.{key}", "en", **fmt)
+
+
+# ------------------------------------------------------------------ default view
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_default_view_in_both_languages(app, lang):
+    at = open_masks(app, lang=lang)
+    assert at.title[0].value == translate("masks.title", lang)
+    assert any(r"\mathrm{Attention}" in lat.value for lat in at.latex)
+    assert at.toggle(key="masks.padding").value is True and at.toggle(key="masks.look_ahead").value is True
+    assert len(at.get("plotly_chart")) == 3 + 4 + 3
+    assert at.get("page_link")[0].proto.page.strip("/") == "training"
+    assert at.selectbox(key="batch.sentence").value == 0
+
+
+def test_masks_are_shown_as_true_false_matrices(app):
+    at = open_masks(app, sent="2")  # "hi!": 3 tokens padded to 25
+    padding, ahead, combined = (chart(at, f"matrix_{k}") for k in ("padding", "look_ahead", "combined"))
+    pad = z_of(padding)
+    assert pad.shape == (25, 25) and (pad[:, :3] == 1).all() and (pad[:, 3:] == 0).all()
+    assert (z_of(ahead) == np.tril(np.ones((26, 26)))).all()
+    expected = np.tril(np.ones((26, 26)))
+    expected[:, 4:] = 0
+    assert (z_of(combined) == expected).all()
+    trace = padding["data"][0]
+    assert trace["text"][0][0] == "T" and trace["text"][0][5] == "F"  # 25 a side: letters
+    assert trace["customdata"][0][5][2] == "False" and trace["texttemplate"] == "%{text}"
+    assert ticks(padding)[:4] == ["h", "i", "!", "&lt;pad&gt;"]
+
+
+def test_printouts_and_the_corrected_seed_example(app):
+    at = open_masks(app, sent="2")
+    codes = [c.value for c in at.code]
+    assert codes[0].startswith("tensor([[[[ True,  True,  True, False,")
+    assert codes[1].startswith("tensor([[ True, False,")
+    seed = codes[3]
+    assert "[ True,  True,  True, False, False]]]])" in seed
+    assert seed.count("[ True,  True,  True, False, False]") == 3  # rows 2-4; the notes had rows 3-4 wrong
+
+
+# ------------------------------------------------------------------ the switches and the real attention
+
+
+def test_padding_mask_on_zeroes_pad_columns_and_off_leaks(app):
+    at = open_masks(app, sent="0")  # "hello world": 11 tokens padded to 25
+    current = chart(at, "attention_encoder_0")
+    assert current["layout"]["title"]["text"] == text("effect.encoder_title", state=text("effect.on"))
+    pads = pad_columns(current)
+    assert pads == list(range(11, 25))
+    assert (z_of(current)[:, pads] == 0).all()
+    flipped = chart(at, "attention_encoder_1")
+    assert (z_of(flipped)[:11, pads] > 0).all()
+
+    clean(at.toggle(key="masks.padding").set_value(False).run())
+    assert at.query_params["mask_pad"] in ("false", ["false"])
+    current = chart(at, "attention_encoder_0")
+    assert current["layout"]["title"]["text"] == text("effect.encoder_title", state=text("effect.off"))
+    assert (z_of(current)[:11, pads] > 0).all()
+    assert (z_of(chart(at, "attention_encoder_1"))[:, pads] == 0).all()
+    assert any("%" in c and "`<pad>`" in c for c in captions(at))
+    assert (z_of(chart(at, "matrix_padding")) == 1).all()
+
+
+def test_look_ahead_mask_on_hides_the_future_and_off_sees_it(app):
+    at = open_masks(app, sent="0")
+    upper = np.triu(np.ones((26, 26), bool), k=1)
+    assert (z_of(chart(at, "attention_decoder_0"))[upper] == 0).all()
+    assert (z_of(chart(at, "attention_decoder_1"))[:12, :12][upper[:12, :12]] > 0).all()
+    clean(at.toggle(key="masks.look_ahead").set_value(False).run())
+    current = z_of(chart(at, "attention_decoder_0"))
+    assert (current[:12, :12][upper[:12, :12]] > 0).all()  # real positions read later real positions
+    assert (z_of(chart(at, "matrix_look_ahead")) == 1).all()
+    combined = z_of(chart(at, "matrix_combined"))
+    assert (combined[:, :12] == 1).all() and (combined[:, 12:] == 0).all()  # padding alone is left
+
+
+def test_both_switches_off(app):
+    at = open_masks(app, mask_pad="false", mask_ahead="false", sent="2")
+    for key in ("padding", "look_ahead", "combined"):
+        assert (z_of(chart(at, f"matrix_{key}")) == 1).all()
+    assert [c.value for c in at.code][:3] == ["None", "None", "None"]
+    assert (z_of(chart(at, "attention_encoder_0")) > 0).all()
+
+
+def test_the_longest_sentence_has_nothing_to_pad(app):
+    at = open_masks(app, sent="1")
+    assert any(i.value == text("matrices.no_padding") for i in at.info)
+    assert text("effect.encoder_nothing") in captions(at)
+
+
+@pytest.mark.parametrize(("layer", "head"), [(0, 0), (N_LAYERS - 1, N_HEADS - 1)])
+def test_layer_and_head_extremes(app, layer, head):
+    at = open_masks(app)
+    at.selectbox(key="masks.layer").set_value(layer)
+    clean(at.selectbox(key="masks.head").set_value(head).run())
+    assert at.query_params["mask_layer"] in (str(layer), [str(layer)])
+    assert (z_of(chart(at, "attention_encoder_0"))[:, 11:] == 0).all()
+
+
+def test_out_of_range_layer_in_the_url_is_refused(app):
+    at = open_masks(app, mask_layer="7")
+    assert at.selectbox(key="masks.layer").value == 0
+    assert len(at.toast) == 1
+
+
+# ------------------------------------------------------------------ one row, step by step
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder"])
+def test_row_steps_at_both_query_extremes(app, kind):
+    at = open_masks(app, sent="2", mask_kind=kind)
+    last = 24 if kind == "encoder" else 25
+    for query in (0, last):
+        clean(at.select_slider(key="masks.query").set_value(query).run())
+        raw, masked, weights = (chart(at, f"row_{k}") for k in ("raw", "masked", "weights"))
+        w = values(weights["data"][0]["y"])
+        hidden = values(masked["data"][1]["x"]).astype(int)  # the ✕ markers
+        assert len(hidden) and (w[hidden] == 0).all()
+        assert w.sum() == pytest.approx(1.0)
+        assert np.isnan(values(masked["data"][0]["y"])[hidden]).all()  # −∞: no bar at all
+        assert np.isfinite(values(raw["data"][0]["y"])).all()
+
+
+def test_row_steps_without_masks_hide_nothing(app):
+    at = open_masks(app, mask_pad="false", mask_ahead="false", mask_kind="decoder", mask_query="3")
+    weights = chart(at, "row_weights")
+    assert len(weights["data"]) == 1 and (values(weights["data"][0]["y"]) > 0).all()
+
+
+def test_switching_to_a_shorter_sentence_keeps_the_query_in_range(app):
+    at = open_masks(app, mask_kind="encoder", sent="1")
+    clean(at.select_slider(key="masks.query").set_value(24).run())
+    clean(at.selectbox(key="batch.sentence").set_value(2).run())
+    assert at.select_slider(key="masks.query").value == 24  # the batch is padded to the longest
+    clean(at.text_area(key="batch.text").input("ab\nabcd").run())
+    assert at.select_slider(key="masks.query").value == 3
+    assert at.selectbox(key="batch.sentence").value == 1
+
+
+# ------------------------------------------------------------------ bad input, no model
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUTS))
+@pytest.mark.parametrize("lang", LANGS)
+def test_bad_input_never_breaks_the_page(app, name, lang):
+    at = open_masks(app, lang=lang)
+    clean(at.text_area(key="batch.text").input(BAD_INPUTS[name]).run())
+    warnings = [w.value for w in at.warning]
+    if name in ("empty", "spaces"):
+        assert warnings == [translate("common.input.empty", lang)]
+        assert not at.get("plotly_chart")
+        return
+    if name == "long":
+        assert translate("common.input.truncated", lang, limit=48) in warnings
+    if name == "many_lines":
+        assert translate("common.input.too_many_lines", lang, limit=8, count=12) in warnings
+    assert len(at.get("plotly_chart")) == 10
+    for figure in (chart(at, "matrix_padding"), chart(at, "attention_encoder_0")):
+        labels = "".join(ticks(figure))
+        assert "<b>" not in labels and "<s>" not in labels and "<script>" not in labels
+
+
+def test_without_a_model_the_masks_still_show(app, monkeypatch, tmp_path):
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
+    at = open_masks(app)
+    assert len(at.get("plotly_chart")) == 3
+    assert any(i.value == text("effect.no_model") for i in at.info)
+
+
+def test_the_batch_is_shared_with_the_tokens_page_and_survives_page_switches(app):
+    at = open_masks(app)
+    clean(at.text_area(key="batch.text").input("abc\nab").run())
+    clean(at.selectbox(key="batch.sentence").set_value(1).run())
+    clean(at.toggle(key="masks.padding").set_value(False).run())
+    clean(at.switch_page("app_pages/tokens.py").run())
+    assert at.text_area(key="batch.text").value == "abc\nab"
+    assert at.selectbox(key="batch.sentence").value == 1
+    clean(at.switch_page("app_pages/masks.py").run())
+    assert at.text_area(key="batch.text").value == "abc\nab"
+    assert at.toggle(key="masks.padding").value is False
+    assert at.query_params["mask_pad"] in ("false", ["false"])
+
+
+def test_a_model_with_few_positions_gets_shorter_sentences(app, monkeypatch, tmp_path):
+    write_random_checkpoint(tmp_path / "copy.pt", max_len=16)
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
+    for page in ("app_pages/masks.py", "app_pages/tokens.py"):
+        at = app(query={"lang": "en", "sent": "1"})
+        clean(at.switch_page(page).run())
+        assert translate("common.input.truncated", "en", limit=15) in [w.value for w in at.warning]
+    at = app(query={"lang": "en", "pe_text": "the quick brown fox jumps"})
+    clean(at.run())
+    clean(at.switch_page("app_pages/positional_encoding.py").run())
+    assert translate("common.input.truncated", "en", limit=15) in [w.value for w in at.warning]
+
+
+def test_small_masks_spell_out_true_and_false(app):
+    at = open_masks(app, batch="abc\nab", sent="1")
+    trace = chart(at, "matrix_padding")["data"][0]
+    assert trace["text"][0] == ["True", "True", "False"]
+    zh = open_masks(app, lang="zh", batch="abc\nab", sent="1")
+    assert chart(zh, "matrix_padding")["data"][0]["text"][0][2] == translate("masks.matrices.false", "zh")

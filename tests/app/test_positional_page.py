@@ -1,0 +1,243 @@
+"""The positional-encoding page under AppTest, on a small random model written for the test.
+
+The checks read what the page shows: the plotly figures' JSON, the worked-example table, metrics
+and the URL.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from model.checkpoint import save_checkpoint
+from model.config import TransformerConfig
+from model.tasks import get_task
+from model.tokenizer import CharTokenizer
+from model.transformer import Transformer
+from ui import models
+from ui.i18n import LANGS, translate
+
+SEED_002 = [0.9093, -0.4161, 0.1987, 0.9801, 0.0200, 0.9998, 0.0020, 0.999998]
+PAGE = "app_pages/positional_encoding.py"
+
+
+def write_random_checkpoint(path: Path) -> None:
+    torch.manual_seed(11)
+    tokenizer = CharTokenizer(get_task("copy").alphabet)
+    config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
+                               d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.0, max_len=64)
+    save_checkpoint(path, Transformer(config).eval(), tokenizer, {"name": "copy"})
+
+
+@pytest.fixture(scope="module")
+def checkpoint_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("positional_checkpoints")
+    write_random_checkpoint(folder / "copy.pt")
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def random_model(monkeypatch, checkpoint_dir):
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", checkpoint_dir)
+
+
+def clean(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_positional(app, **query: str) -> AppTest:
+    """Its URL path differs from its file name, so run the default page first, then switch."""
+    at = app(query={"lang": "en", **query})
+    clean(at.run())
+    return clean(at.switch_page(PAGE).run())
+
+
+def chart(at: AppTest, key: str) -> dict:
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-positional.{key}")]
+    assert len(found) == 1, [c.proto.id for c in at.get("plotly_chart")]
+    return json.loads(found[0].proto.spec)
+
+
+def values(data) -> np.ndarray:
+    if isinstance(data, dict):
+        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")]).astype(float)
+    return np.array(data, dtype=float)
+
+
+def table_z(at: AppTest) -> np.ndarray:
+    return values(chart(at, "table_chart")["data"][0]["z"])
+
+
+def metric(at: AppTest, key: str) -> float:
+    label = translate(f"positional.blind.{key}", "en")
+    return float(next(m.value for m in at.metric if m.label == label))
+
+
+# ------------------------------------------------------------------ default view
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_default_view_in_both_languages(app, lang):
+    at = open_positional(app, lang=lang)
+    assert at.title[0].value == translate("positional.title", lang)
+    assert any(r"\sin" in lat.value for lat in at.latex)
+    assert len(at.get("plotly_chart")) == 4 + 3 + 3
+    assert table_z(at).shape == (50, 64)
+    example = at.get("html")[0].proto.body
+    assert translate("positional.example.col_value", lang).replace("(", "(") in example
+
+
+def test_worked_example_is_computed_and_matches_seed_002(app):
+    at = open_positional(app)
+    example = at.get("html")[0].proto.body
+    for shown in ("0.909297", "-0.416147", "0.198669", "0.980067", "0.019999", "0.999800", "0.002000", "0.999998"):
+        assert shown in example
+    clean(at.slider(key="positional.d_model").set_value(8).run())
+    z = table_z(at)
+    assert z.shape == (50, 8)
+    np.testing.assert_allclose(z[2], SEED_002, atol=5e-5)  # the heatmap's cell (pos 2, d 8)
+
+
+# ------------------------------------------------------------------ sliders
+
+
+@pytest.mark.parametrize(("key", "value", "shape"), [
+    ("d_model", 2, (50, 2)), ("d_model", 256, (50, 256)), ("positions", 2, (2, 64)), ("positions", 128, (128, 64)),
+])
+def test_slider_extremes(app, key, value, shape):
+    at = open_positional(app)
+    clean(at.slider(key=f"positional.{key}").set_value(value).run())
+    assert table_z(at).shape == shape
+    assert len(at.get("plotly_chart")) == 10
+    similarity = values(chart(at, "similarity_chart")["data"][0]["z"])
+    assert similarity.shape == (shape[0], shape[0])
+    np.testing.assert_allclose(np.diag(similarity), shape[1] / 2, rtol=1e-5)
+    lines = chart(at, "offset_chart")["data"]
+    for line in lines[1:]:
+        np.testing.assert_allclose(values(line["y"]), values(lines[0]["y"]), atol=1e-3)
+
+
+def test_one_pair_only_has_no_pair_slider(app):
+    at = open_positional(app, pe_d="2")
+    assert not [s for s in at.slider if s.key == "positional.pair"]
+    assert translate("positional.table.one_pair", "en") in [c.value for c in at.caption]
+
+
+@pytest.mark.parametrize("base", ["10", "100000"])
+def test_base_extremes_redraw_everything(app, base):
+    at = open_positional(app, pe_pair="3")  # pair 0 turns at 1 radian per position whatever the base
+    before = {key: chart(at, key) for key in ("table_chart", "waves_chart", "similarity_chart", "rope_matrix")}
+    clean(at.select_slider(key="positional.base").set_value(base).run())
+    assert at.query_params["pe_base"] in (base, [base])
+    for key, old in before.items():
+        assert chart(at, key)["data"][0] != old["data"][0], key
+    z = table_z(at)
+    np.testing.assert_allclose(z[:, 2], np.sin(np.arange(50) / float(base) ** (2 / 64)), atol=1e-5)
+
+
+@pytest.mark.parametrize("pair", [0, 31])
+def test_pair_extremes(app, pair):
+    at = open_positional(app)
+    clean(at.slider(key="positional.pair").set_value(pair).run())
+    shape = chart(at, "table_chart")["layout"]["shapes"][0]
+    assert (shape["x0"], shape["x1"]) == (2 * pair - 0.5, 2 * pair + 1.5)
+    sin, cos = (values(trace["y"]) for trace in chart(at, "waves_chart")["data"][:2])
+    np.testing.assert_allclose(sin, table_z(at)[:, 2 * pair], atol=1e-6)
+    np.testing.assert_allclose(cos, table_z(at)[:, 2 * pair + 1], atol=1e-6)
+    wavelength = 2 * np.pi * 10000 ** (2 * pair / 64)
+    assert f"{wavelength:,.1f}" in " ".join(m.value for m in at.markdown)
+
+
+def test_shrinking_d_model_keeps_the_pair_in_range(app):
+    at = open_positional(app, pe_pair="31")
+    clean(at.slider(key="positional.d_model").set_value(8).run())
+    assert at.slider(key="positional.pair").value == 3
+    assert not at.toast
+
+
+def test_bad_url_values_fall_back_with_a_notice(app):
+    at = open_positional(app, pe_pair="40", pe_base="7")
+    assert at.slider(key="positional.pair").value == 0
+    assert at.select_slider(key="positional.base").value == "10000"
+    assert len(at.toast) == 2
+
+
+def test_odd_d_model_from_the_url_is_made_even(app):
+    at = open_positional(app, pe_d="9")
+    assert table_z(at).shape == (50, 8)
+
+
+# ------------------------------------------------------------------ order blindness and RoPE
+
+
+def test_without_positional_encoding_shuffling_only_permutes(app):
+    at = open_positional(app)
+    assert at.toggle(key="positional.use_pe").value is False
+    assert metric(at, "attention_diff") < 1e-5 and metric(at, "output_diff") < 1e-4
+    original = values(chart(at, "blind_original")["data"][0]["z"])
+    restored = values(chart(at, "blind_restored")["data"][0]["z"])
+    np.testing.assert_allclose(restored, original, atol=1e-6)
+    assert any(s.value == translate("positional.blind.blind", "en") for s in at.success)
+
+
+def test_with_positional_encoding_the_order_shows(app):
+    at = open_positional(app)
+    clean(at.toggle(key="positional.use_pe").set_value(True).run())
+    assert at.query_params["pe_on"] in ("true", ["true"])
+    assert metric(at, "attention_diff") > 1e-3
+    assert any(i.value == translate("positional.blind.sees_order", "en") for i in at.info)
+
+
+def test_shuffle_button_draws_a_new_order(app):
+    at = open_positional(app)
+    first = chart(at, "blind_shuffled")["layout"]["xaxis"]["ticktext"]
+    clean(at.button(key="positional.shuffle_button").click().run())
+    assert at.query_params["pe_shuffle"] in ("1", ["1"])
+    second = chart(at, "blind_shuffled")["layout"]["xaxis"]["ticktext"]
+    assert sorted(first) == sorted(second) and first != second
+    assert metric(at, "attention_diff") < 1e-5
+
+
+@pytest.mark.parametrize(("sentence", "notice"), [
+    ("", "common.input.empty"), ("   ", "common.input.empty"), ("ab " * 30, "common.input.truncated"),
+])
+def test_bad_sentences_are_explained(app, sentence, notice):
+    at = open_positional(app)
+    clean(at.text_input(key="positional.sentence").input(sentence).run())
+    assert translate(notice, "en", limit=48) in [w.value for w in at.warning]
+
+
+@pytest.mark.parametrize("sentence", ["你好 世界", "👍🏽 🇫🇷", "<b>x</b> <s>y</s>", "aaa aaa"])
+def test_odd_sentences_never_break_the_page(app, sentence):
+    at = open_positional(app)
+    clean(at.text_input(key="positional.sentence").input(sentence).run())
+    labels = "".join(chart(at, "blind_original")["layout"]["xaxis"]["ticktext"])
+    assert "<b>" not in labels and "<s>" not in labels
+
+
+def test_rope_scores_depend_only_on_the_offset(app):
+    at = open_positional(app)
+    matrix = values(chart(at, "rope_matrix")["data"][0]["z"])
+    assert matrix.shape == (48, 48)
+    for k in (-10, 0, 1, 20):
+        diagonal = np.diagonal(matrix, offset=k)
+        np.testing.assert_allclose(diagonal, diagonal[0], atol=1e-3)
+    lines = chart(at, "rope_lines")["data"]
+    rope = [values(line["y"]) for line in lines[:3]]
+    added = [values(line["y"]) for line in lines[3:]]
+    np.testing.assert_allclose(rope[1], rope[0], atol=1e-3)
+    assert np.abs(added[1] - added[0]).max() > 1e-2
+
+
+def test_without_a_model_the_encoding_still_shows(app, monkeypatch, tmp_path):
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
+    at = open_positional(app)
+    assert len(at.get("plotly_chart")) == 4 + 3
+    assert not at.metric

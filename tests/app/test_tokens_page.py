@@ -1,0 +1,207 @@
+"""The tokens page under AppTest, on a small random model written for the test (no training).
+
+The checks read what the page shows: the batch tables (HTML), the embedding figures (plotly JSON),
+warnings and the URL.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from model.checkpoint import save_checkpoint
+from model.config import TransformerConfig
+from model.tasks import get_task
+from model.tokenizer import CharTokenizer
+from model.transformer import Transformer
+from ui import models
+from ui.i18n import LANGS, translate
+
+D_MODEL = 16
+BAD_INPUTS = {
+    "empty": "",
+    "spaces": "   \n  \n ",
+    "long": "abc " * 40,
+    "many_lines": "\n".join(f"line {n}" for n in range(12)),
+    "emoji": "hi 👍🏽 there 🇫🇷",
+    "chinese": "你好，世界\n注意力",
+    "html": "<b>bold</b> <script>alert(1)</script>\n<s>x</s>",
+}
+
+
+def write_random_checkpoint(path: Path, task: str) -> None:
+    torch.manual_seed(3)
+    tokenizer = CharTokenizer(get_task(task).alphabet)
+    config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
+                               d_model=D_MODEL, n_heads=2, n_layers=1, d_ff=32, dropout=0.0, max_len=64)
+    save_checkpoint(path, Transformer(config).eval(), tokenizer, {"name": task})
+
+
+@pytest.fixture(scope="module")
+def checkpoint_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("tokens_checkpoints")
+    write_random_checkpoint(folder / "copy.pt", "copy")
+    write_random_checkpoint(folder / "reverse.pt", "reverse")
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def random_models(monkeypatch, checkpoint_dir):
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", checkpoint_dir)
+
+
+def clean(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_tokens(app, **query: str) -> AppTest:
+    at = app(query={"lang": "en", **query})
+    return clean(at.switch_page("app_pages/tokens.py").run())
+
+
+def tables(at: AppTest) -> list[str]:
+    """The HTML of the page's tables: batch tokens, batch ids, the chosen sentence."""
+    return [h.proto.body for h in at.get("html")]
+
+
+def chart(at: AppTest, key: str) -> dict:
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-tokens.{key}")]
+    assert len(found) == 1, [c.proto.id for c in at.get("plotly_chart")]
+    return json.loads(found[0].proto.spec)
+
+
+def values(data) -> np.ndarray:
+    if isinstance(data, dict):
+        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")]).astype(float)
+    return np.array(data, dtype=float)
+
+
+def cells(html: str, kind: str) -> int:
+    return html.count(f' {kind}"')
+
+
+# ------------------------------------------------------------------ default view
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_default_view_in_both_languages(app, lang):
+    at = open_tokens(app, lang=lang)
+    assert at.title[0].value == translate("tokens.title", lang)
+    assert any("PE(p)" in lat.value for lat in at.latex)
+    tokens, ids, sentence = tables(at)
+    assert cells(tokens, "pad") == cells(ids, "pad") == (25 - 11) + (25 - 3)
+    assert "&lt;pad&gt;" in tokens and ">0<" in ids.replace(" ", "")
+    assert "␣" in tokens
+    assert "&lt;bos&gt;" in sentence and "&lt;eos&gt;" in sentence
+    assert len(at.get("plotly_chart")) == 5
+    assert at.segmented_control(key="tokens.side").value == "source"
+
+
+def test_the_three_sides_of_the_batch(app):
+    at = open_tokens(app)
+    assert "&lt;bos&gt;" not in tables(at)[0]
+    clean(at.segmented_control(key="tokens.side").set_value("decoder_in").run())
+    assert at.query_params["tok_side"] in ("decoder_in", ["decoder_in"])
+    tokens = tables(at)[0]
+    assert tokens.count("&lt;bos&gt;") == 3 and cells(tokens, "special") == 3
+    assert cells(tokens, "pad") == 3 * 26 - (12 + 26 + 4)
+    clean(at.segmented_control(key="tokens.side").set_value("labels").run())
+    tokens = tables(at)[0]
+    assert tokens.count("&lt;eos&gt;") == 3 and "&lt;bos&gt;" not in tokens
+    assert any("(B, T) = (3, 26)" in c.value for c in at.caption)
+
+
+def test_the_decoder_side_follows_the_task(app):
+    at = open_tokens(app, model="reverse", tok_side="decoder_in", batch="abc")
+    assert at.selectbox(key="model").value == "reverse"
+    row = tables(at)[0]
+    assert row.index(">c<") < row.index(">b<") < row.index(">a<")
+
+
+def test_choosing_a_sentence(app):
+    at = open_tokens(app)
+    clean(at.selectbox(key="batch.sentence").set_value(2).run())
+    assert at.query_params["sent"] in ("2", ["2"])
+    sentence = tables(at)[2]
+    assert ">!<" in sentence and "attention" not in sentence
+    figure = chart(at, "stage_3")
+    assert figure["layout"]["yaxis"]["ticktext"][:4] == ["h", "i", "!", "&lt;pad&gt;"]
+
+
+def test_embedding_stages_add_up_on_one_scale(app):
+    at = open_tokens(app, sent="0")
+    lookup, scaled, pe, total = (values(chart(at, f"stage_{n}")["data"][0]["z"]) for n in range(4))
+    assert lookup.shape == (25, D_MODEL)
+    np.testing.assert_allclose(scaled, lookup * math.sqrt(D_MODEL), rtol=1e-6)
+    np.testing.assert_allclose(total, scaled + pe, atol=1e-6)
+    np.testing.assert_allclose(pe[2, :8], [0.9093, -0.4161, 0.5911, 0.8066, 0.1987, 0.9801, 0.0632, 0.9980],
+                               atol=1e-4)  # PE(p=2) of a 16-dimensional model
+    np.testing.assert_array_equal(lookup[2], lookup[3])  # "l", "l": one row of E
+    scales = {(chart(at, f"stage_{n}")["data"][0]["zmin"], chart(at, f"stage_{n}")["data"][0]["zmax"])
+              for n in range(4)}
+    assert len(scales) == 1
+    matrix = chart(at, "matrix_chart")
+    marked = [t for t in matrix["layout"]["yaxis"]["ticktext"] if t.startswith("▶")]
+    assert len(marked) == len(set("hello world")) + 1  # + <pad>
+
+
+def test_url_restores_the_view(app):
+    at = open_tokens(app, batch="ab\nabcd", tok_side="labels", sent="1")
+    assert at.text_area(key="batch.text").value == "ab\nabcd"
+    assert at.segmented_control(key="tokens.side").value == "labels"
+    assert at.selectbox(key="batch.sentence").value == 1
+
+
+def test_fewer_sentences_keep_the_chosen_one_in_range(app):
+    at = open_tokens(app, sent="2")
+    clean(at.text_area(key="batch.text").input("only one").run())
+    assert at.selectbox(key="batch.sentence").value == 0
+    assert len(tables(at)) == 3
+
+
+# ------------------------------------------------------------------ bad input, no model
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUTS))
+@pytest.mark.parametrize("lang", LANGS)
+def test_bad_input_is_explained_and_shown_safely(app, name, lang):
+    at = open_tokens(app, lang=lang)
+    clean(at.text_area(key="batch.text").input(BAD_INPUTS[name]).run())
+    warnings = [w.value for w in at.warning]
+    if name in ("empty", "spaces"):
+        assert warnings == [translate("common.input.empty", lang)]
+        assert not tables(at) and not at.get("plotly_chart")
+        return
+    html = "".join(tables(at))
+    assert "<b>" not in html and "<script>" not in html and "<s>" not in html
+    if name == "long":
+        assert translate("common.input.truncated", lang, limit=48) in warnings
+        assert html.count("<tr>") > 0 and "(1, 48)" in " ".join(c.value for c in at.caption)
+    if name == "many_lines":
+        assert translate("common.input.too_many_lines", lang, limit=8, count=12) in warnings
+        assert "line 7" in [o for o in at.selectbox(key="batch.sentence").options][-1]
+    if name in ("emoji", "chinese", "html"):
+        assert cells(tables(at)[0], "unk") > 0
+        assert any(w.startswith(translate("common.input.unknown_chars", lang, chars="")[:10]) for w in warnings)
+    assert len(at.get("plotly_chart")) == 5
+
+
+def test_html_text_reaches_the_axes_escaped(app):
+    at = open_tokens(app, batch="<s>x</s>")
+    labels = chart(at, "stage_0")["layout"]["yaxis"]["ticktext"]
+    assert labels[:3] == ["&lt;unk&gt;", "s", "&lt;unk&gt;"]
+
+
+def test_without_a_model_the_tokens_still_show(app, monkeypatch, tmp_path):
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
+    at = open_tokens(app)
+    assert len(tables(at)) == 3 and not at.get("plotly_chart")
+    assert any(i.value == translate("tokens.embed.no_model", "en") for i in at.info)

@@ -1,0 +1,109 @@
+"""ui.masks_view: the masks as the model builds them, and their effect on real attention."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from model.config import TransformerConfig
+from model.tasks import DEFAULT_ALPHABET
+from model.tokenizer import CharTokenizer
+from model.transformer import Transformer
+from ui import masks_view as mv
+
+
+class FakeCheckpoint:
+    def __init__(self) -> None:
+        torch.manual_seed(0)
+        self.tokenizer = CharTokenizer(DEFAULT_ALPHABET)
+        vocab = self.tokenizer.vocab_size
+        self.model = Transformer(TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=16,
+                                                   n_heads=2, n_layers=2, d_ff=32, max_len=64)).eval()
+        self.task = {"name": "copy"}
+
+
+@pytest.fixture(scope="module")
+def ckpt() -> FakeCheckpoint:
+    return FakeCheckpoint()
+
+
+def padded(ckpt, text: str, width: int, bos: bool = False) -> list[int]:
+    ids = ckpt.tokenizer.encode(text, add_bos=bos)
+    return ids + [0] * (width - len(ids))
+
+
+def test_seed_004_combined_mask_is_computed_correctly():
+    printout, mask = mv.seed_example()
+    assert printout.startswith("tensor([[[[ True, False, False, False, False],")
+    expected = np.array([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 0, 0]], bool)
+    np.testing.assert_array_equal(mask, expected)  # the seed printed [T, T, T, T, F] in the last two rows
+
+
+def test_mask_set_follows_the_switches():
+    src, tgt = [5, 6, 0], [1, 5, 6, 0]
+    both = mv.mask_set(src, tgt, 0, True, True)
+    np.testing.assert_array_equal(both.padding, np.array([[1, 1, 0]] * 3, bool))
+    np.testing.assert_array_equal(both.look_ahead, np.tril(np.ones((4, 4), bool)))
+    np.testing.assert_array_equal(both.combined, np.tril(np.ones((4, 4), bool)) & np.array([1, 1, 1, 0], bool))
+    assert "tensor([[[[ True,  True, False]]]])" == both.printouts["padding"]
+    pad_only = mv.mask_set(src, tgt, 0, True, False)
+    assert pad_only.look_ahead.all() and pad_only.printouts["look_ahead"] == "None"
+    np.testing.assert_array_equal(pad_only.combined, np.array([[1, 1, 1, 0]] * 4, bool))
+    none = mv.mask_set(src, tgt, 0, False, False)
+    assert none.padding.all() and none.combined.all() and none.printouts["combined"] == "None"
+
+
+def test_padding_mask_zeroes_the_pad_columns(ckpt):
+    src, tgt = padded(ckpt, "hi", 6), padded(ckpt, "hi", 6, bos=True)
+    on = mv.masked_attention(ckpt, src, tgt, True, True)
+    off = mv.masked_attention(ckpt, src, tgt, False, True)
+    assert on.encoder.shape == (2, 2, 6, 6) and on.decoder.shape == (2, 2, 6, 6)
+    assert (on.encoder[..., 2:] == 0).all()
+    assert (on.decoder[..., 3:] == 0).all()
+    assert (off.encoder[..., 2:] > 0).all()
+    np.testing.assert_allclose(on.encoder.sum(-1), 1.0, atol=1e-6)
+    assert on.encoder_hideable[:, 2:].all() and not on.encoder_hideable[:, :2].any()
+    np.testing.assert_array_equal(off.encoder_hideable, on.encoder_hideable)
+    assert off.encoder_mask.all()
+
+
+def test_look_ahead_mask_zeroes_the_future(ckpt):
+    src, tgt = padded(ckpt, "hello", 5), padded(ckpt, "hello", 6, bos=True)
+    on = mv.masked_attention(ckpt, src, tgt, True, True)
+    off = mv.masked_attention(ckpt, src, tgt, True, False)
+    upper = np.triu(np.ones((6, 6), bool), k=1)
+    assert (on.decoder[..., upper] == 0).all()
+    assert (off.decoder[..., upper] > 0).all()
+
+
+def test_leak_share(ckpt):
+    src, tgt = padded(ckpt, "hi", 8), padded(ckpt, "hi", 3, bos=True)
+    real = np.array([True, True] + [False] * 6)
+    on = mv.masked_attention(ckpt, src, tgt, True, True)
+    off = mv.masked_attention(ckpt, src, tgt, False, True)
+    assert mv.leak_share(on.encoder[0, 0], on.encoder_hideable, real) == 0.0
+    share = mv.leak_share(off.encoder[0, 0], off.encoder_hideable, real)
+    assert 0.0 < share < 1.0
+    assert mv.leak_share(off.encoder[0, 0], off.encoder_hideable, np.zeros(8, bool)) == 0.0
+
+
+def test_row_steps_turn_minus_infinity_into_zero(ckpt):
+    src, tgt = padded(ckpt, "abc", 3), padded(ckpt, "abc", 4, bos=True)
+    att = mv.masked_attention(ckpt, src, tgt, True, True)
+    steps = mv.row_steps(att, "decoder", 1, 1, 1, ["<bos>", "a", "b", "c"])
+    np.testing.assert_array_equal(steps.allowed, [True, True, False, False])
+    assert np.isneginf(steps.masked[2:]).all() and np.isfinite(steps.masked[:2]).all()
+    assert (steps.weights[2:] == 0).all() and steps.weights.sum() == pytest.approx(1.0)
+    expected = np.exp(steps.raw[:2] - steps.raw[:2].max())
+    np.testing.assert_allclose(steps.weights[:2], expected / expected.sum(), atol=1e-6)
+
+
+def test_attention_figure_marks_hidden_and_leaking_cells(ckpt):
+    src, tgt = tuple(padded(ckpt, "hi", 4)), tuple(padded(ckpt, "hi", 3, bos=True))
+    tokens = ("h", "i", "<pad>", "<pad>")
+    on = mv.attention_figure(ckpt, src, tgt, tokens, "encoder", True, True, 0, 0, ("t", "x", "y")).to_dict()
+    off = mv.attention_figure(ckpt, src, tgt, tokens, "encoder", False, True, 0, 0, ("t", "x", "y")).to_dict()
+    assert len(on["data"]) == 2 and on["data"][1]["marker"]["symbol"] == "x-thin"  # ✕ on the hidden cells
+    assert len(off["data"]) == 2 and off["data"][1]["marker"]["symbol"] == "square-open"  # frames on leaks
+    assert on["data"][0]["x"] == [0, 1, 2, 3]
+    assert off["layout"]["xaxis"]["ticktext"] == ["h", "i", "&lt;pad&gt;", "&lt;pad&gt;"]

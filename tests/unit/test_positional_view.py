@@ -1,0 +1,134 @@
+"""ui.positional_view: the seed's worked numbers, distance-only similarity, order blindness, RoPE."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from model.config import TransformerConfig
+from model.tasks import DEFAULT_ALPHABET
+from model.tokenizer import CharTokenizer
+from model.transformer import Transformer
+from ui import positional_view as pv
+
+SEED_002 = [0.9093, -0.4161, 0.1987, 0.9801, 0.0200, 0.9998, 0.0020, 0.999998]
+
+
+class FakeCheckpoint:
+    """What the views read from a checkpoint: ``.model`` (eval) and ``.tokenizer``."""
+
+    def __init__(self, seed: int = 0) -> None:
+        torch.manual_seed(seed)
+        self.tokenizer = CharTokenizer(DEFAULT_ALPHABET)
+        vocab = self.tokenizer.vocab_size
+        config = TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=16, n_heads=2, n_layers=2,
+                                   d_ff=32, max_len=64)
+        self.model = Transformer(config).eval()
+        self.task = {"name": "copy"}
+
+
+@pytest.fixture(scope="module")
+def ckpt() -> FakeCheckpoint:
+    return FakeCheckpoint()
+
+
+def test_worked_example_matches_seed_002():
+    table = pv.worked_example()
+    assert list(table["dimension"]) == list(range(8))
+    assert list(table["function"]) == ["sin", "cos"] * 4
+    np.testing.assert_allclose(table["value"], SEED_002, atol=5e-5)
+    np.testing.assert_allclose(table["angle"], [2, 2, 0.2, 0.2, 0.02, 0.02, 0.002, 0.002])
+
+
+def test_worked_example_html_shows_the_values_and_escapes_headers():
+    html = pv.worked_example_html(("dim", "i", "<fn>", "angle", "value"))
+    for text in ("0.909297", "-0.416147", "0.198669", "0.980067", "0.019999", "0.999800", "0.002000", "0.999998"):
+        assert text in html
+    assert "&lt;fn&gt;" in html and "<fn>" not in html
+
+
+def test_table_is_the_models_table():
+    table = pv.pe_table(10, 8, 10000.0)
+    assert table.shape == (10, 8)
+    np.testing.assert_allclose(table[2], SEED_002, atol=5e-5)
+    np.testing.assert_allclose(table[:, 0::2] ** 2 + table[:, 1::2] ** 2, 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize(("d_model", "base"), [(2, 10.0), (8, 10000.0), (64, 10000.0), (256, 100000.0)])
+def test_dot_product_depends_only_on_the_offset(d_model, base):
+    starts = (0, 7, 23)
+    values = pv.offset_similarity(d_model, base, 40, starts)
+    assert values.shape == (3, 40)
+    for row in values[1:]:
+        np.testing.assert_allclose(row, values[0], atol=1e-4)
+    assert values[0, 0] == pytest.approx(d_model / 2, rel=1e-5)  # sin^2 + cos^2 per pair
+
+
+def test_relative_starts_fit_the_table():
+    assert pv.relative_starts(2) == (0, 1)
+    assert pv.relative_starts(50) == (0, 16, 33)
+    assert max(pv.relative_starts(128)) < 128
+
+
+@pytest.mark.parametrize("sentence", ["the cat sat on the mat", "hello world", "a b", "abcdef", "aa bb aa"])
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_word_shuffle_is_a_real_permutation(sentence, seed):
+    shuffled, order = pv.word_shuffle(sentence, seed)
+    assert sorted(order) == list(range(len(sentence)))
+    assert "".join(sentence[i] for i in order) == shuffled
+    if len(set(sentence.split())) > 1 or len(set(sentence)) > 1:
+        assert shuffled != sentence
+    assert sorted(shuffled.split()) == sorted(sentence.split()) or " " not in sentence
+
+
+def test_word_shuffle_collapses_spaces_and_survives_tiny_input():
+    shuffled, order = pv.word_shuffle("  the   cat ", 0)
+    assert shuffled == "cat the" and len(order) == 7
+    assert pv.word_shuffle("a", 3) == ("a", [0])
+    assert pv.word_shuffle("", 0) == ("", [])
+
+
+def test_without_positional_encoding_attention_only_permutes(ckpt):
+    result = pv.order_blindness(ckpt, "the cat sat on the mat", seed=0, use_pe=False)
+    assert result.shuffled_tokens != result.tokens
+    assert result.max_attention_diff < 1e-5
+    assert result.max_output_diff < 1e-4
+    np.testing.assert_allclose(result.restored, result.original, atol=1e-6)
+
+
+def test_with_positional_encoding_order_matters(ckpt):
+    result = pv.order_blindness(ckpt, "the cat sat on the mat", seed=0, use_pe=True)
+    assert result.max_attention_diff > 1e-3
+    assert result.max_output_diff > 1e-3
+
+
+def test_rope_scores_depend_only_on_the_offset():
+    rope, additive = pv.rope_scores(16, 10000.0, 12)
+    for k in range(-11, 12):
+        diagonal = np.diagonal(rope, offset=k)
+        np.testing.assert_allclose(diagonal, diagonal[0], atol=1e-4)
+    assert np.ptp(np.diagonal(additive, offset=1)) > 1e-2  # the added table is not purely relative
+
+
+def test_rope_circle_keeps_the_length_and_turns_by_theta():
+    points = pv.rope_circle(16, 10000.0, pair=0, positions=5)
+    radii = np.hypot(points[:, 0], points[:, 1])
+    np.testing.assert_allclose(radii, radii[0], rtol=1e-5)
+    angles = np.unwrap(np.arctan2(points[:, 1], points[:, 0]))
+    np.testing.assert_allclose(np.diff(angles), 1.0, atol=1e-4)  # theta_0 = base^0 = 1 radian
+
+
+def test_figures_are_cached_and_frozen():
+    labels = ("dimension", "position", "%{y}")
+    first = pv.table_figure(20, 8, 10000.0, 1, labels)
+    assert pv.table_figure(20, 8, 10000.0, 1, labels) is first
+    spec = first.to_dict()
+    assert first.to_dict() is spec  # computed once
+    shape = spec["layout"]["shapes"][0]
+    assert (shape["x0"], shape["x1"]) == (1.5, 3.5)  # pair 1 = columns 2 and 3
+
+
+def test_waves_figure_marks_whole_wavelengths():
+    fig = pv.waves_figure(50, 64, 10000.0, 0, ("sin", "cos", "p", "one"))
+    lines = [s for s in fig.to_dict()["layout"]["shapes"] if s["type"] == "line"]
+    assert len(lines) == int(49 // pv.wavelength(0, 64, 10000.0))
