@@ -1,0 +1,196 @@
+"""What watching a run live costs it: steps/s through the training page against the same run headless.
+
+Both runs use the same config (the page's settings for ``--task``/``--preset``/``--steps``, the
+page's eval and probe intervals, one torch thread on CPU, the best device) in the same
+invocation:
+
+* headless: ``TrainingRun.start()`` + join in this process, as the page would, nobody watching;
+* ui: a real ``streamlit run app.py`` server on 127.0.0.1 and a Playwright chromium tab on
+  ``/training``: the page redraws its live panel (metrics, five charts, the attention heads) once
+  a second and the tab reads the step counter once a second, until the run finishes.
+
+Steps/s is the engine's own measure (steps / seconds spent training: queueing and pauses do not
+count), read for the UI run from the page's debug line (``TP_TRAINING_DEBUG=1``). Headless and UI
+runs alternate ``--repeats`` times (one server, one browser, a new tab per UI run) and the
+medians are compared, so a machine whose load drifts during the benchmark hits both alike.
+Wall-clock figures (click to "finished" in the browser, start to end headless) are reported too.
+
+    python bench/train_ui_overhead.py [--steps 300] [--repeats 3] [--task copy] [--preset tiny]
+
+The last stdout line is one JSON object with ``ratio`` = ui steps/s ÷ headless steps/s (target >= 0.9).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CHROMIUM = os.environ.get("TP_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+STATS = re.compile(r"training-run-stats: state=(\w+) step=(\d+) elapsed_s=([\d.]+)")
+TIMEOUT_S = 1800
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--repeats", type=int, default=3, help="headless / UI pairs, alternating")
+    p.add_argument("--task", default="copy")
+    p.add_argument("--preset", default="tiny")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--warmup", type=int, default=200)
+    return p.parse_args(argv)
+
+
+def page_settings(args: argparse.Namespace):
+    from ui.training_session import Settings
+
+    return Settings(task=args.task, preset=args.preset, batch_size=args.batch_size, warmup=args.warmup,
+                    max_steps=args.steps)
+
+
+def headless(args: argparse.Namespace) -> dict[str, float]:
+    """The page's run with nobody watching: start() and join() in this process."""
+    from model.training import TrainingRun
+    from ui.training_session import configure_threads_once
+
+    config = page_settings(args).to_config(max_seconds=TIMEOUT_S)
+    run = TrainingRun(config)
+    configure_threads_once(str(run.device))
+    start = time.perf_counter()
+    run.start()
+    while run.alive:
+        time.sleep(0.05)
+    wall = time.perf_counter() - start
+    snap = run.snapshot()
+    if snap.state != "finished" or snap.step != args.steps:
+        raise RuntimeError(f"headless run ended {snap.state} at step {snap.step}: {snap.reason}")
+    return {"steps_per_s": snap.step / snap.elapsed_s, "wall_steps_per_s": snap.step / wall,
+            "elapsed_s": snap.elapsed_s, "device": str(run.device)}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = {**os.environ, "TP_TRAINING_DEBUG": "1", "TP_TRAINING_MAX_SECONDS": str(TIMEOUT_S)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("streamlit exited early")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                return proc, url
+        except OSError:
+            time.sleep(0.2)
+    stop_server(proc)
+    raise RuntimeError("streamlit did not become healthy")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def page_query(args: argparse.Namespace) -> str:
+    s = page_settings(args)
+    return (f"lang=en&tr_task={s.task}&tr_size={s.preset}&tr_batch={s.batch_size}&tr_warmup={s.warmup}"
+            f"&tr_steps={s.max_steps}&tr_factor={s.factor}&tr_eps={s.label_smoothing}&tr_seed={s.seed}")
+
+
+def through_the_page(args: argparse.Namespace, browser, url: str) -> dict[str, float]:
+    """The same run started in a new tab and watched there until it finishes; then the tab closes."""
+    from ui.i18n import translate
+
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        page.goto(f"{url}/training?{page_query(args)}")
+        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+        page.get_by_role("button", name=translate("training.control.start", "en")).click()
+        start = time.perf_counter()
+        while True:  # the visitor watching: read the page once a second
+            time.sleep(1.0)
+            stats = page.get_by_text(STATS)
+            found = STATS.search(stats.first.inner_text()) if stats.count() else None
+            if found and found.group(1) == "finished":
+                wall = time.perf_counter() - start
+                break
+            if found and found.group(1) == "failed":
+                raise RuntimeError("the UI run failed")
+            if time.perf_counter() - start > TIMEOUT_S:
+                raise RuntimeError("the UI run did not finish in time")
+    finally:
+        context.close()
+    steps, elapsed = int(found.group(2)), float(found.group(3))
+    if steps != args.steps:
+        raise RuntimeError(f"the UI run stopped at step {steps}, not {args.steps}")
+    return {"steps_per_s": steps / elapsed, "wall_steps_per_s": steps / wall, "elapsed_s": elapsed}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from playwright.sync_api import sync_playwright
+
+    args = parse_args(argv)
+    runs: dict[str, list[dict[str, float]]] = {"headless": [], "ui": []}
+    proc, url = start_server()
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            for i in range(args.repeats):
+                for kind in ("headless", "ui"):
+                    result = headless(args) if kind == "headless" else through_the_page(args, browser, url)
+                    runs[kind].append(result)
+                    print(f"{i + 1}/{args.repeats} {kind:<8} {result['steps_per_s']:6.2f} steps/s", file=sys.stderr,
+                          flush=True)
+            browser.close()
+    finally:
+        stop_server(proc)
+
+    def median(kind: str, key: str) -> float:
+        return statistics.median(r[key] for r in runs[kind])
+
+    result = {
+        "ratio": round(median("ui", "steps_per_s") / median("headless", "steps_per_s"), 3),
+        "wall_ratio": round(median("ui", "wall_steps_per_s") / median("headless", "wall_steps_per_s"), 3),
+        "ui_steps_per_s": round(median("ui", "steps_per_s"), 3),
+        "headless_steps_per_s": round(median("headless", "steps_per_s"), 3),
+        "ui_runs_steps_per_s": [round(r["steps_per_s"], 3) for r in runs["ui"]],
+        "headless_runs_steps_per_s": [round(r["steps_per_s"], 3) for r in runs["headless"]],
+        "steps": args.steps, "repeats": args.repeats, "task": args.task, "preset": args.preset,
+        "batch_size": args.batch_size, "device": runs["headless"][0]["device"], "cpu_count": os.cpu_count(),
+        "load_avg_1min": round(os.getloadavg()[0], 2), "target": 0.9,
+    }
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""The training page in a real browser: a live run, its charts updating in place, a page switch
+and back, stop; a closed tab's run ends; a finished run used elsewhere, downloaded, uploaded.
+
+These tests use a server of their own, started with ``TP_TRAINING_DEBUG=1`` so that the page
+prints how many training threads are alive in the server process (``training-threads-alive: N``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+import time
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from ui.i18n import translate
+
+pytestmark = pytest.mark.e2e
+
+EXCEPTION = '[data-testid="stException"]'
+CHART = '[data-testid="stVegaLiteChart"]'
+THREADS = re.compile(r"training-threads-alive: (\d+)")
+MS = 1000
+
+
+def _load_conftest():
+    spec = importlib.util.spec_from_file_location("_training_e2e_conftest", Path(__file__).with_name("conftest.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_conftest = _load_conftest()
+
+
+@pytest.fixture(scope="module")
+def training_server():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TP_TRAINING_DEBUG", "1")
+        mp.setenv("TP_MAX_TRAINING_RUNS", "4")
+        proc, url = _conftest.start_server("server-training")
+    try:
+        yield url
+    finally:
+        _conftest.stop_server(proc)
+
+
+@pytest.fixture
+def open_tab(browser, training_server, wait_for_app):
+    """Factory: ``open_tab(path, locale=...)`` -> (context, page) on the training server, run finished."""
+    contexts = []
+
+    def open_(path: str, locale: str = "en-US"):
+        context = browser.new_context(locale=locale, viewport={"width": 1440, "height": 2400})
+        context.set_default_timeout(_conftest.APP_RUN_TIMEOUT_MS)
+        contexts.append(context)
+        tab = context.new_page()
+        tab.goto(f"{training_server}{path}")
+        wait_for_app(tab)
+        tab.locator('[data-testid="stMain"] h1').first.wait_for()
+        return context, tab
+
+    yield open_
+    for context in contexts:
+        try:
+            context.close()
+        except Exception:
+            pass
+
+
+def step_now(p) -> int:
+    """The run's current step, from the first metric ("Step (of 20,000)  123")."""
+    text = p.locator('[data-testid="stMetricValue"]').first.inner_text(timeout=5 * MS)
+    return int(text.replace(",", "").strip())
+
+
+def wait_for(predicate, timeout=90.0, pause=0.25):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            if predicate():
+                return
+        except Exception:
+            pass
+        time.sleep(pause)
+    raise AssertionError("condition not met in time")
+
+
+def threads_alive(p) -> int:
+    return int(THREADS.search(p.get_by_text(THREADS).first.inner_text(timeout=5 * MS)).group(1))
+
+
+def test_live_run_charts_page_switch_and_stop(open_tab, wait_for_app, screenshot):
+    _, p = open_tab("/training?lang=en&tr_steps=20000")
+    p.get_by_role("button", name=translate("training.control.start", "en")).click()
+    wait_for(lambda: step_now(p) >= 1)
+    expect(p.locator(CHART)).to_have_count(5 + 2, timeout=90 * MS)  # planned, 4 live charts, 2 heads
+    loss = p.locator(CHART).nth(1)
+    canvases = [p.locator(CHART).nth(i).locator("canvas, svg").first.element_handle() for i in range(7)]
+    first_step, first_loss = step_now(p), loss.screenshot()
+    wait_for(lambda: step_now(p) >= first_step + 5)
+    assert loss.screenshot() != first_loss  # the loss chart changed...
+    assert all(c.evaluate("e => e.isConnected") for c in canvases)  # ...in place, nothing remounted
+    assert p.locator(EXCEPTION).count() == 0
+    screenshot(p, "training_live_en")
+
+    sidebar = p.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_role("link", name=translate("attention.title", "en")).click()
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("attention.title", "en"))
+    status = sidebar.get_by_text(re.compile(r"Training copy-tiny-1: step \d+ of 20000"))
+    expect(status).to_be_visible()
+    seen = status.inner_text()
+    expect(status).not_to_have_text(seen, timeout=30 * MS)  # it refreshes itself on the other page
+    screenshot(p, "training_sidebar_on_attention_en")
+    away_step = int(re.search(r"step (\d+)", status.inner_text()).group(1))
+
+    sidebar.get_by_role("link", name=translate("training.title", "en")).click()
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("training.title", "en"))
+    wait_for_app(p)
+    wait_for(lambda: step_now(p) >= away_step)  # the same run, still going
+    assert threads_alive(p) == 1
+    p.get_by_role("button", name=translate("training.control.stop", "en")).click()
+    expect(p.get_by_text(re.compile(r"Stopped at step \d+"))).to_be_visible()
+    wait_for_app(p)
+    p.reload()
+    wait_for_app(p)
+    wait_for(lambda: threads_alive(p) == 0, 30)
+
+
+def test_closing_the_tab_ends_its_run(open_tab, wait_for_app):
+    owner_context, owner = open_tab("/training?lang=en&tr_steps=20000")
+    owner.get_by_role("button", name=translate("training.control.start", "en")).click()
+    wait_for(lambda: step_now(owner) >= 1)
+    _, watcher = open_tab("/training?lang=en")
+    assert threads_alive(watcher) == 1  # the owner's run; the watcher sees no run of its own
+    expect(watcher.get_by_text(translate("training.run.none", "en").replace("**", ""))).to_be_visible()
+    owner_context.close()  # the tab (and its browser session) goes away
+
+    def ended() -> bool:
+        watcher.reload()
+        wait_for_app(watcher)
+        return threads_alive(watcher) == 0
+
+    wait_for(ended, timeout=30, pause=1.0)
+
+
+def test_finished_run_used_elsewhere_downloaded_and_uploaded(open_tab, wait_for_app, screenshot, tmp_path):
+    _, p = open_tab("/training?lang=zh&tr_steps=12&tr_task=reverse", locale="zh-CN")
+    p.get_by_role("button", name=translate("training.control.start", "zh")).click()
+    done = translate("training.run.finished_step_cap", "zh", step=12)
+    expect(p.get_by_text(done)).to_be_visible(timeout=120 * MS)
+    wait_for_app(p)
+    expect(p.get_by_text(translate("training.results.heading", "zh"))).to_be_visible()
+    screenshot(p, "training_finished_zh")
+
+    with p.expect_download() as info:
+        p.get_by_role("button", name=translate("training.download.button", "zh")).click()
+    saved = tmp_path / "reverse-tiny-1.pt"
+    info.value.save_as(saved)
+    assert saved.stat().st_size > 10_000
+
+    p.get_by_role("button", name=translate("training.use.button", "zh")).click()
+    wait_for_app(p)
+    sidebar = p.locator('[data-testid="stSidebar"]')
+    chosen = sidebar.get_by_role("combobox", name=translate("common.sidebar.model", "zh"))
+    label = translate("common.model.label_session", "zh", name="reverse-tiny-1")
+    expect(chosen).to_have_value(label)
+    sidebar.get_by_role("link", name=translate("attention.title", "zh")).click()
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("attention.title", "zh"))
+    expect(chosen).to_have_value(label)
+    sidebar.get_by_role("link", name=translate("training.title", "zh")).click()
+    wait_for_app(p)
+
+    p.get_by_text(translate("training.upload.heading", "zh")).click()
+    upload = p.locator('[data-testid="stFileUploader"] input[type="file"]')
+    upload.set_input_files(files=[{"name": "junk.pt", "mimeType": "application/octet-stream",
+                                   "buffer": b"this is not a checkpoint"}])
+    expect(p.get_by_text(translate("training.upload.error.not_checkpoint", "zh"))).to_be_visible()
+    assert p.locator(EXCEPTION).count() == 0
+    screenshot(p, "training_upload_error_zh")
+    upload.set_input_files(str(saved))
+    expect(p.get_by_text(re.compile("已加载 reverse-tiny-1"))).to_be_visible()
+    assert p.locator(EXCEPTION).count() == 0

@@ -1,0 +1,298 @@
+"""Chart data and Vega-Lite specs for the training page.
+
+The training charts are redrawn about once a second while a run goes. ``st.vega_lite_chart``
+with an unchanged spec and named datasets updates the data of the chart already on screen;
+a plotly chart is remounted on every data change and flickers. So these charts are Vega-Lite:
+the spec of each chart is a pure function of its labels (never of the data), and the data go in
+``spec["datasets"]`` as small Arrow tables, downsampled to at most :data:`MAX_POINTS` points, so
+a long run costs the server and the browser no more than a short one. Arrow tables rather than
+pandas frames: the refresh runs in the server process beside the training thread, and building
+and converting pandas frames was most of its cost (a profiled redraw went from ~160 ms to ~30 ms).
+
+Labels are passed through as plain text (Vega-Lite draws text, not markup).
+"""
+from __future__ import annotations
+
+import functools
+import json
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from model.schedule import noam_lr
+
+MAX_POINTS = 300
+THIS_RUN = "#b8232f"  # the theme's primary colour
+OTHER_RUN = "#8a8fa3"
+CHART_HEIGHT = 260
+
+
+def bucket_means(values: Sequence[float], limit: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """``(steps, values)`` of a per-step series (step 1..n), averaged in at most ``limit`` buckets.
+
+    Each bucket is plotted at its last step, so the final point is the latest step.
+    """
+    y = np.asarray(values, dtype=float)
+    n = len(y)
+    if n <= limit:
+        return np.arange(1, n + 1), y
+    edges = np.linspace(0, n, limit + 1).round().astype(int)
+    sums = np.add.reduceat(y, edges[:-1])
+    counts = np.diff(edges)
+    return edges[1:], sums / counts
+
+
+def sampled_steps(max_steps: int, must_include: Sequence[int] = (), limit: int = MAX_POINTS) -> np.ndarray:
+    """About ``limit`` steps spread over 1..max_steps, plus ``must_include`` (those in range)."""
+    grid = np.unique(np.linspace(1, max(max_steps, 1), limit).round().astype(int))
+    extra = [s for s in must_include if 1 <= s <= max_steps]
+    return np.unique(np.concatenate([grid, np.asarray(extra, dtype=int)]))
+
+
+def peak_lr(d_model: int, warmup: int, factor: float) -> float:
+    """The schedule's highest rate, reached at step = warmup: factor · d_model^-0.5 · warmup^-0.5."""
+    return factor * d_model ** -0.5 * warmup ** -0.5
+
+
+def latex_number(value: float, digits: int = 3) -> str:
+    """``value`` in LaTeX scientific notation, e.g. 1.25 \\times 10^{-2}."""
+    if value == 0 or not np.isfinite(value):
+        return f"{value:g}"
+    exponent = int(np.floor(np.log10(abs(value))))
+    mantissa = value / 10 ** exponent
+    if -2 <= exponent <= 2:
+        return f"{value:.{digits}g}"
+    return rf"{mantissa:.{digits}g} \times 10^{{{exponent}}}"
+
+
+def _labels(label: str, n: int) -> pa.Array:
+    return pa.array([label] * n, type=pa.string())
+
+
+@functools.lru_cache(maxsize=64)
+def planned_curves(d_model: int, factor: float, max_steps: int, curves: tuple[tuple[str, int], ...]) -> pa.Table:
+    """Columns step, lr, series: the Noam curve for each ``(label, warmup)`` over 1..max_steps."""
+    steps_all, lrs_all, series_all = [], [], []
+    for label, warmup in curves:
+        steps = sampled_steps(max_steps, [warmup])
+        steps_all.append(steps)
+        lrs_all.append(np.array([noam_lr(int(s), d_model, warmup, factor) for s in steps]))
+        series_all.extend([label] * len(steps))
+    return pa.table({"step": np.concatenate(steps_all), "lr": np.concatenate(lrs_all),
+                     "series": pa.array(series_all, type=pa.string())})
+
+
+@functools.lru_cache(maxsize=64)
+def peak_points(d_model: int, factor: float, max_steps: int, curves: tuple[tuple[str, int], ...]) -> pa.Table:
+    """Columns step, lr, series, label: the peak of each curve that the step cap lets a run reach."""
+    reached = [(label, warmup) for label, warmup in curves if warmup <= max_steps]
+    peaks = [peak_lr(d_model, warmup, factor) for _, warmup in reached]
+    return pa.table({
+        "step": pa.array([warmup for _, warmup in reached], type=pa.int64()),
+        "lr": pa.array(peaks, type=pa.float64()),
+        "series": pa.array([label for label, _ in reached], type=pa.string()),
+        "label": pa.array([f"{lr:.2e}" for lr in peaks], type=pa.string()),
+    })
+
+
+def point_table(**values: float | str) -> pa.Table:
+    """A one-row table (the current step's marker, the loss floor...)."""
+    return pa.table({name: [value] for name, value in values.items()})
+
+
+def series_table(runs: Sequence[tuple[str, Sequence[float]]], value: str) -> pa.Table:
+    """Columns step, ``value``, series: each ``(label, per-step values)`` bucket-averaged."""
+    steps_all, values_all, labels = [np.zeros(0, dtype=np.int64)], [np.zeros(0)], []
+    for label, values in runs:
+        steps, ys = bucket_means(values)
+        steps_all.append(steps.astype(np.int64))
+        values_all.append(ys)
+        labels.extend([label] * len(steps))
+    return pa.table({"step": np.concatenate(steps_all), value: np.concatenate(values_all),
+                     "series": pa.array(labels, type=pa.string())})
+
+
+def eval_table(runs: Sequence[tuple[str, Sequence[tuple[int, float]]]]) -> pa.Table:
+    """Columns step, accuracy, series from each run's ``(step, accuracy)`` evaluations."""
+    rows = [(s, a, label) for label, evals in runs for s, a in evals]
+    return pa.table({
+        "step": pa.array([r[0] for r in rows], type=pa.int64()),
+        "accuracy": pa.array([r[1] for r in rows], type=pa.float64()),
+        "series": pa.array([r[2] for r in rows], type=pa.string()),
+    })
+
+
+def _color(series: Sequence[str]) -> dict:
+    """This run in the theme colour, others grey; a fixed domain so colours never swap."""
+    palette = [THIS_RUN, OTHER_RUN, "#3b6fb6", "#d9a21b"]
+    return {
+        "field": "series", "type": "nominal", "title": None,
+        "scale": {"domain": list(series), "range": palette[: len(series)]},
+        "legend": {"orient": "top", "direction": "vertical", "labelLimit": 600, "symbolType": "stroke"},
+    }
+
+
+def _x(title: str, domain: Sequence[float] | None = None) -> dict:
+    x = {"field": "step", "type": "quantitative", "title": title, "axis": {"format": "~s"},
+         "scale": {"zero": True}}
+    if domain is not None:
+        x["scale"] = {"domain": list(domain), "nice": False}
+    return x
+
+
+def line_spec(dataset: str, value: str, *, x_title: str, y_title: str, series: Sequence[str],
+              y_format: str = "~s", y_domain: Sequence[float] | None = None, x_domain: Sequence[float] | None = None,
+              points: bool = False) -> dict:
+    """One line per series of the named dataset (columns step, ``value``, series).
+
+    The x axis starts at 0 and grows with the data (the spec stays the same, so the chart updates
+    in place); ``x_domain`` pins it instead.
+    """
+    y = {"field": value, "type": "quantitative", "title": y_title, "axis": {"format": y_format}}
+    if y_domain is not None:
+        y["scale"] = {"domain": list(y_domain)}
+    return {
+        "data": {"name": dataset},
+        "mark": {"type": "line", "point": points, "interpolate": "linear"},
+        "encoding": {
+            "x": _x(x_title, x_domain), "y": y, "color": _color(series),
+            "tooltip": [{"field": "series", "title": " "}, {"field": "step", "title": x_title},
+                        {"field": value, "title": y_title, "format": y_format}],
+        },
+    }
+
+
+def with_floor(spec: dict, dataset: str, value: str) -> dict:
+    """``spec`` with a dashed horizontal rule and its label from the named dataset (columns ``value``, label)."""
+    y = {"field": value, "type": "quantitative"}
+    return {
+        "layer": [
+            spec,
+            {"data": {"name": dataset}, "mark": {"type": "rule", "strokeDash": [4, 4], "color": OTHER_RUN},
+             "encoding": {"y": y}},
+            {"data": {"name": dataset}, "mark": {"type": "text", "align": "left", "dy": -7, "x": 4,
+                                                 "color": OTHER_RUN, "fontSize": 11},
+             "encoding": {"y": y, "text": {"field": "label"}}},
+        ],
+    }
+
+
+def lr_spec(*, x_title: str, y_title: str, series: Sequence[str], live: bool,
+            x_domain: Sequence[float] | None = None) -> dict:
+    """Planned Noam curves (dataset ``curve``) with their peaks (``peak``); with ``live``, the
+    run's current step (``now``: one row step, lr) as a rule and a dot on top."""
+    fmt = ".1e"
+    x = _x(x_title, x_domain)
+    y = {"field": "lr", "type": "quantitative", "title": y_title, "axis": {"format": fmt}}
+    layers: list[dict] = [
+        {
+            "data": {"name": "curve"},
+            "mark": {"type": "line"},
+            "encoding": {
+                "x": x, "y": y, "color": _color(series),
+                "strokeDash": {"field": "series", "type": "nominal", "legend": None,
+                               "scale": {"domain": list(series), "range": [[1, 0], [5, 4]][: len(series)]}},
+                "tooltip": [{"field": "series", "title": " "}, {"field": "step", "title": x_title},
+                            {"field": "lr", "title": y_title, "format": ".3e"}],
+            },
+        },
+        {
+            "data": {"name": "peak"},
+            "mark": {"type": "point", "filled": True, "size": 70, "shape": "diamond"},
+            "encoding": {"x": x, "y": y, "color": _color(series),
+                         "tooltip": [{"field": "series", "title": " "}, {"field": "step", "title": x_title},
+                                     {"field": "lr", "title": y_title, "format": ".3e"}]},
+        },
+        {
+            "data": {"name": "peak"},
+            "mark": {"type": "text", "dy": -10, "fontSize": 11},
+            "encoding": {"x": x, "y": y, "text": {"field": "label"}, "color": _color(series)},
+        },
+    ]
+    if live:
+        layers += [
+            {"data": {"name": "now"}, "mark": {"type": "rule", "strokeDash": [3, 3], "color": "#1f2330"},
+             "encoding": {"x": x}},
+            {"data": {"name": "now"}, "mark": {"type": "point", "filled": True, "size": 90, "color": "#1f2330"},
+             "encoding": {"x": x, "y": y}},
+        ]
+    return {"layer": layers, "resolve": {"scale": {"color": "shared"}}}
+
+
+def with_datasets(spec: dict, **datasets: pa.Table) -> dict:
+    """A copy of ``spec`` carrying ``datasets`` by name (what ``st.vega_lite_chart`` sends as data)."""
+    return {**spec, "datasets": dict(datasets)}
+
+
+VISIBLE_SPACE = "␣"
+
+
+def vega_token(token: str) -> str:
+    """A token as an axis label: spaces and control characters made visible (Vega-Lite draws plain text)."""
+    if token == " ":
+        return VISIBLE_SPACE
+    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in token)
+
+
+def _token_list(tokens: Sequence[str]) -> str:
+    """The tokens as a Vega expression array literal (JSON is valid there), e.g. ["a", "␣"]."""
+    return json.dumps([vega_token(tok) for tok in tokens])
+
+
+def _token_axis(tokens: Sequence[str], title: str) -> dict:
+    """An ordinal axis over positions 0..n-1 labelled with the tokens (duplicates stay separate)."""
+    return {"title": title, "labelAngle": 0, "labelExpr": f"{_token_list(tokens)}[datum.value]", "labelOverlap": False}
+
+
+def attention_table(weights: np.ndarray) -> pa.Table:
+    """Long form of one head's (T, S) weights: columns row, col, weight (labels come from the spec)."""
+    T, S = weights.shape
+    rows, cols = np.divmod(np.arange(T * S), S)
+    return pa.table({"row": rows, "col": cols, "weight": np.asarray(weights, dtype=float).reshape(-1)})
+
+
+def attention_spec(src_tokens: Sequence[str], tgt_tokens: Sequence[str], *, dataset: str, title: str,
+                   x_title: str, y_title: str, weight_title: str, show_scale: bool) -> dict:
+    """A (decoder position x encoder position) heatmap of the named dataset (see :func:`attention_table`).
+
+    The spec depends only on the tokens, so a new snapshot of the same run updates it in place.
+    """
+    S, T = len(src_tokens), len(tgt_tokens)
+    return {
+        "title": {"text": title, "fontSize": 13},
+        "data": {"name": dataset},
+        "transform": [
+            {"calculate": f"{_token_list(tgt_tokens)}[datum.row]", "as": "query"},
+            {"calculate": f"{_token_list(src_tokens)}[datum.col]", "as": "key"},
+        ],
+        "mark": {"type": "rect"},
+        "encoding": {
+            "x": {"field": "col", "type": "ordinal", "scale": {"domain": list(range(S))},
+                  "axis": _token_axis(src_tokens, x_title)},
+            "y": {"field": "row", "type": "ordinal", "scale": {"domain": list(range(T))},
+                  "axis": _token_axis(tgt_tokens, y_title)},
+            "color": {"field": "weight", "type": "quantitative", "title": weight_title,
+                      "scale": {"domain": [0, 1], "scheme": "blues"},
+                      "legend": {"orient": "right", "gradientLength": 120} if show_scale else None},
+            "tooltip": [{"field": "query", "title": y_title}, {"field": "key", "title": x_title},
+                        {"field": "weight", "title": weight_title, "format": ".3f"}],
+        },
+    }
+
+
+def attention_stack(cross_attention: list) -> np.ndarray:
+    """A probe's nested (L, H, T, S) lists as a float array."""
+    return np.asarray(cross_attention, dtype=float)
+
+
+def diagonal_score(weights: np.ndarray, pattern: str) -> float | None:
+    """Mean attention on the cells a perfect copy (``"diagonal"``) or reverse (``"anti"``) would use.
+
+    weights: (T, S) for one head; row i (decoder input i, which predicts target character i)
+    ideally looks at source position i (copy) or S-1-i (reverse). None if there are no such cells.
+    """
+    T, S = weights.shape
+    cols = [(i if pattern == "diagonal" else S - 1 - i) for i in range(min(T, S))]
+    values = [weights[i, c] for i, c in enumerate(cols) if 0 <= c < S]
+    return float(np.mean(values)) if values else None

@@ -1,0 +1,449 @@
+"""Who owns a training run: one per browser session, stopped when that session goes away.
+
+A run trains in a background thread (``model.training.TrainingRun``). A thread kept only in
+``st.session_state`` would outlive a closed tab, so the run lives in a :class:`TrainingSession`
+returned by a session-scoped ``st.cache_resource``: Streamlit drops that cache when the browser
+session disconnects and calls :func:`_release`, which stops the thread (at most one step later).
+The same object is also kept in ``st.session_state`` so that
+
+* the sidebar of every page can read the run's progress without creating anything
+  (:func:`peek_session`), and
+* after a dropped connection the stopped run's curves, samples and checkpoint stay on the page.
+
+Every run of the process shares one :class:`~model.run_slots.RunSlots` (:func:`shared_slots`):
+at most ``TP_MAX_TRAINING_RUNS`` (default: the CPU cores) train at once, the rest queue in
+arrival order. Each run has a step cap (a page setting) and a time cap
+(``TP_TRAINING_MAX_SECONDS``). Two sessions never share a run; a run never touches the shared
+pretrained models (a model "used on the other pages" is a copy loaded from the run's checkpoint).
+
+Everything handed to a page is plain data (numbers, strings, lists, snapshots of plain data).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import random
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import streamlit as st
+
+from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from model.run_slots import RunSlots
+from model.tasks import TASK_NAMES
+from model.training import MAX_BATCH_SIZE, MODEL_PRESETS, RunSnapshot, TrainingConfig, TrainingRun
+
+_log = logging.getLogger(__name__)
+
+ENV_MAX_RUNS = "TP_MAX_TRAINING_RUNS"
+ENV_MAX_SECONDS = "TP_TRAINING_MAX_SECONDS"
+ENV_THREADS = "TP_TRAINING_THREADS"
+ENV_DEBUG = "TP_TRAINING_DEBUG"
+THREAD_NAME = "training-run"  # the name model.training gives every run's thread
+DEFAULT_MAX_SECONDS = 300.0
+PAGE_MAX_STEPS = 20_000
+SAMPLE_COUNT = 8
+EVAL_SIZE = 100  # held-out examples answered greedily at each evaluation
+_STATE_KEY = "_training.session"
+
+
+# ------------------------------------------------------------------ process-wide limits
+
+
+def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        _log.warning("%s=%r is not a positive whole number; using %d", name, raw, default)
+        return default
+    return value
+
+
+def max_concurrent_runs(environ: Mapping[str, str] = os.environ) -> int:
+    """How many runs may train at once in this process: ``TP_MAX_TRAINING_RUNS``, else the CPU cores."""
+    return _positive_int(environ, ENV_MAX_RUNS, os.cpu_count() or 1)
+
+
+def max_run_seconds(environ: Mapping[str, str] = os.environ) -> float:
+    """Each run's time cap in seconds of training: ``TP_TRAINING_MAX_SECONDS``, else 300."""
+    return float(_positive_int(environ, ENV_MAX_SECONDS, int(DEFAULT_MAX_SECONDS)))
+
+
+def training_threads(environ: Mapping[str, str] = os.environ) -> int:
+    """torch intra-op threads for CPU runs: ``TP_TRAINING_THREADS``, else 1.
+
+    These models are tiny, so a second thread buys little and, on a busy machine, costs a lot: on
+    a shared 2-core box the tiny preset made 5.6-7.0 steps/s with one thread and 0.9-1.4 with two.
+    With one thread each, concurrent runs share the cores instead of fighting over them. The
+    setting is process-wide (torch has one pool), so it also applies to the pages' inference.
+    """
+    return _positive_int(environ, ENV_THREADS, 1)
+
+
+@st.cache_resource(show_spinner=False)
+def shared_slots() -> RunSlots:
+    """The one queue of training slots of this server process."""
+    return RunSlots(max_concurrent_runs())
+
+
+_threads_lock = threading.Lock()
+_threads_set = False
+
+
+def configure_threads_once(device: str) -> None:
+    """Set torch's thread count once per process, before the first CPU run (process-wide)."""
+    global _threads_set
+    if not device.startswith("cpu"):
+        return
+    with _threads_lock:
+        if _threads_set:
+            return
+        import torch
+
+        torch.set_num_threads(training_threads())
+        _threads_set = True
+
+
+def alive_training_threads() -> int:
+    """Training threads alive in this process (a diagnostic for tests and benchmarks)."""
+    return sum(1 for th in threading.enumerate() if th.name == THREAD_NAME and th.is_alive())
+
+
+def debug_enabled(environ: Mapping[str, str] = os.environ) -> bool:
+    return environ.get(ENV_DEBUG, "") not in ("", "0", "false")
+
+
+# ------------------------------------------------------------------ settings
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the page lets a visitor choose; :meth:`to_config` adds the server's fixed knobs."""
+
+    task: str = "copy"
+    preset: str = "tiny"
+    batch_size: int = 32
+    warmup: int = 200
+    factor: float = 1.0
+    label_smoothing: float = 0.1
+    seed: int = 0
+    max_steps: int = 600
+    use_padding_mask: bool = True
+    use_look_ahead_mask: bool = True
+
+    def to_config(self, max_seconds: float | None = None) -> TrainingConfig:
+        """The engine's config (raises ValueError with an English sentence; see :func:`settings_problem`)."""
+        return TrainingConfig(
+            task=self.task, preset=self.preset, batch_size=self.batch_size, warmup=self.warmup,
+            factor=self.factor, label_smoothing=self.label_smoothing, seed=self.seed, max_steps=self.max_steps,
+            max_seconds=max_seconds if max_seconds is not None else max_run_seconds(),
+            use_padding_mask=self.use_padding_mask, use_look_ahead_mask=self.use_look_ahead_mask,
+            eval_every=min(max(self.max_steps // 20, 10), 100), eval_size=EVAL_SIZE,
+            probe_every=min(max(self.max_steps // 40, 5), 50),
+        )
+
+
+def settings_problem(settings: Settings) -> tuple[str, dict[str, Any]] | None:
+    """``(i18n key, format args)`` of the first thing wrong with ``settings``, or None if they can run.
+
+    Mirrors the engine's checks for the fields the page shows, so the refusal is a sentence in the
+    visitor's language; anything else the engine refuses is reported by :func:`make_config`.
+    """
+    if settings.task not in TASK_NAMES:
+        return "training.problem.task", {"task": settings.task}
+    if settings.preset not in MODEL_PRESETS:
+        return "training.problem.preset", {"preset": settings.preset}
+    if not 1 <= settings.batch_size <= MAX_BATCH_SIZE:
+        return "training.problem.batch", {"limit": MAX_BATCH_SIZE}
+    if settings.warmup < 1:
+        return "training.problem.warmup", {}
+    if not settings.factor > 0:
+        return "training.problem.factor", {}
+    if not 0 <= settings.label_smoothing < 1:
+        return "training.problem.smoothing", {}
+    if not 1 <= settings.max_steps <= PAGE_MAX_STEPS:
+        return "training.problem.steps", {"limit": PAGE_MAX_STEPS}
+    if settings.seed < 0:
+        return "training.problem.seed", {}
+    return None
+
+
+def make_config(settings: Settings) -> tuple[TrainingConfig | None, tuple[str, dict[str, Any]] | None]:
+    """``(config, None)``, or ``(None, (i18n key, args))`` saying in one sentence why not."""
+    problem = settings_problem(settings)
+    if problem is not None:
+        return None, problem
+    try:
+        return settings.to_config(), None
+    except ValueError as exc:
+        return None, ("training.problem.other", {"detail": str(exc)})
+
+
+_counts: dict[tuple[str, str], int] = {}
+
+
+def parameter_count(task: str, preset: str) -> int:
+    """Trainable parameters of a ``preset`` model for ``task`` (built on the meta device: no memory)."""
+    key = (task, preset)
+    if key not in _counts:
+        import torch
+
+        from model.tokenizer import CharTokenizer
+        from model.transformer import Transformer
+
+        config = TrainingConfig(task=task, preset=preset)
+        task_obj = config.make_task()
+        with torch.device("meta"):
+            model = Transformer(config.model_config(CharTokenizer(task_obj.alphabet), task_obj))
+        _counts[key] = model.num_params()
+    return _counts[key]
+
+
+def loss_floor(task: str, epsilon: float) -> float:
+    """The lowest loss label smoothing allows: the entropy of the smoothed target distribution.
+
+    The right token gets 1 - ε and the V - 2 others (all but it and <pad>) get ε / (V - 2) each,
+    as in ``model.loss``; even a perfect model pays -(1-ε)·ln(1-ε) - ε·ln(ε / (V-2)) per token.
+    """
+    if epsilon <= 0:
+        return 0.0
+    others = _vocab_size(task) - 2
+    return -(1 - epsilon) * math.log(1 - epsilon) - epsilon * math.log(epsilon / others)
+
+
+_vocab: dict[str, int] = {}
+
+
+def _vocab_size(task: str) -> int:
+    if task not in _vocab:
+        from model.tokenizer import CharTokenizer
+
+        _vocab[task] = CharTokenizer(TrainingConfig(task=task).make_task().alphabet).vocab_size
+    return _vocab[task]
+
+
+def d_model_of(preset: str) -> int:
+    return int(MODEL_PRESETS[preset]["d_model"])
+
+
+# ------------------------------------------------------------------ one session's runs
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One fresh example and the model's greedy answer to it."""
+
+    source: str
+    target: str
+    output: str
+
+    @property
+    def correct(self) -> bool:
+        return self.output == self.target
+
+
+@dataclass
+class TrainingSession:
+    """The runs of one browser session: the current one and the final snapshot of the one before.
+
+    Thread-safe for the calls a page makes; :meth:`close` may come from any thread (Streamlit
+    calls it when the session disconnects).
+    """
+
+    slots: RunSlots
+    device: str | None = None
+    run: TrainingRun | None = None
+    previous: RunSnapshot | None = None  # the run before, for comparison curves
+    released: bool = False  # the browser session went away and the run was stopped
+    run_number: int = 0
+    _samples: dict[tuple[int, int, int], list[Sample]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- control -------------------------------------------------------------------------------
+    def start(self, config: TrainingConfig) -> TrainingRun:
+        """Stop any current run (keeping its final snapshot as ``previous``) and start a new one."""
+        with self._lock:
+            old = self.run
+            if old is not None:
+                old.stop()
+                if old.snapshot().step > 0:
+                    self.previous = old.snapshot()
+            run = TrainingRun(config, device=self.device, slots=self.slots)
+            configure_threads_once(str(run.device))
+            self.run_number += 1
+            self.run = run
+            self.released = False
+            self._samples.clear()
+        run.start()
+        return run
+
+    def pause(self) -> None:
+        if self.run is not None:
+            self.run.pause()
+
+    def resume(self) -> None:
+        if self.run is not None:
+            self.run.resume()
+
+    def stop(self) -> None:
+        if self.run is not None:
+            self.run.stop()
+
+    def reset(self) -> None:
+        """Stop the run and forget it and the one before."""
+        with self._lock:
+            if self.run is not None:
+                self.run.stop()
+            self.run = None
+            self.previous = None
+            self._samples.clear()
+
+    def close(self) -> None:
+        """Stop the run because the browser session ended (called by Streamlit, any thread).
+
+        Does not wait for the thread: Streamlit calls this on its event loop when a tab closes,
+        and the thread ends by itself after at most one step.
+        """
+        run = self.run
+        self.released = True
+        if run is not None and run.alive:
+            run.stop(timeout=0)
+            _log.info("training run asked to stop: its browser session ended")
+
+    # -- reading -------------------------------------------------------------------------------
+    def snapshot(self) -> RunSnapshot | None:
+        run = self.run
+        return run.snapshot() if run is not None else None
+
+    @property
+    def live(self) -> bool:
+        run = self.run
+        return run is not None and run.alive
+
+    def samples(self, step: int, batch: int = 0, n: int = SAMPLE_COUNT) -> list[Sample]:
+        """Greedy answers of the current model to ``n`` fresh examples (the latest answer is kept)."""
+        run = self.run
+        if run is None:
+            return []
+        key = (self.run_number, step, batch)
+        if key not in self._samples:
+            rng = random.Random(run.config.seed * 7919 + 2_000_003 + batch)
+            pairs = run.task.sample_pairs(rng, n)
+            outputs = run.predict([source for source, _ in pairs])
+            self._samples = {key: [Sample(s, t, o) for (s, t), o in zip(pairs, outputs)]}
+        return self._samples[key]
+
+    def checkpoint_bytes(self) -> bytes:
+        if self.run is None:
+            raise RuntimeError("There is no run to save.")
+        return self.run.checkpoint_bytes()
+
+    def checkpoint_copy(self) -> Checkpoint:
+        """An independent eval-mode copy of the current model (for the other pages)."""
+        return load_checkpoint(self.checkpoint_bytes())
+
+
+def _release(session: TrainingSession) -> None:
+    session.close()
+
+
+@st.cache_resource(scope="session", on_release=_release, show_spinner=False)
+def _owned_session() -> TrainingSession:
+    return TrainingSession(slots=shared_slots())
+
+
+def session_training() -> TrainingSession:
+    """This browser session's :class:`TrainingSession` (made on first use, stopped when the session ends).
+
+    If Streamlit released an earlier one (the connection dropped and came back), the new one
+    keeps the stopped run so its curves and checkpoint are still there.
+    """
+    owned = _owned_session()
+    earlier = st.session_state.get(_STATE_KEY)
+    if earlier is not None and earlier is not owned:
+        if owned.run is None and earlier.run is not None:
+            owned.run, owned.previous, owned.run_number = earlier.run, earlier.previous, earlier.run_number
+            owned.released = earlier.released
+    st.session_state[_STATE_KEY] = owned
+    return owned
+
+
+def peek_session() -> TrainingSession | None:
+    """The session's :class:`TrainingSession` if the training page made one, without creating one."""
+    try:
+        return st.session_state.get(_STATE_KEY)
+    except Exception:  # no script-run context
+        return None
+
+
+# ------------------------------------------------------------------ names and checkpoints
+
+_NAME_UNSAFE = re.compile(r"[^\w\-. ]+", re.UNICODE)
+
+
+def default_model_name(config: Mapping[str, Any], number: int) -> str:
+    return f"{config.get('task', 'model')}-{config.get('preset', '')}-{number}".replace("--", "-")
+
+
+def model_name_problem(name: str) -> tuple[str, dict[str, Any]] | None:
+    """``(i18n key, args)`` when ``name`` cannot name a model of this session, else None."""
+    from ui.models import shipped_models
+
+    name = name.strip()
+    if not name or len(name) > 40:
+        return "training.use.bad_name", {}
+    if name in shipped_models():
+        return "training.use.shipped_name", {"name": name}
+    return None
+
+
+def name_from_upload(file_name: str) -> str:
+    """A model name from an uploaded file's name: its stem, tidied, never a shipped model's name."""
+    from ui.models import shipped_models
+
+    stem = file_name.rsplit("/", 1)[-1]
+    stem = stem[: -len(".pt")] if stem.lower().endswith(".pt") else stem
+    name = _NAME_UNSAFE.sub("-", stem).strip(" -.")[:31] or "uploaded"
+    return f"{name}-uploaded" if name in shipped_models() else name
+
+
+def read_upload(data: bytes) -> Checkpoint:
+    """Validate and load an uploaded checkpoint (``CheckpointError`` with ``.reason`` when it is bad)."""
+    return load_checkpoint(data)
+
+
+CHECKPOINT_REASONS: tuple[str, ...] = (
+    "not_found", "too_large", "empty", "not_checkpoint", "truncated", "unsafe", "newer_version", "bad_version",
+    "bad_config", "bad_tokenizer", "bad_metadata", "vocab_mismatch", "bad_weights", "missing_weights",
+    "unexpected_weights", "shape_mismatch", "non_finite",
+)
+
+
+def checkpoint_error_key(error: CheckpointError) -> str:
+    """The i18n key of the one sentence that explains ``error`` to a student."""
+    reason = error.reason if error.reason in CHECKPOINT_REASONS else "not_checkpoint"
+    return f"training.upload.error.{reason}"
+
+
+def checkpoint_summary(ckpt: Checkpoint) -> dict[str, Any]:
+    """Plain facts about a loaded checkpoint: task, size, parameters and how long it trained."""
+    history = ckpt.history if isinstance(ckpt.history, dict) else {}
+    evals = history.get("evals") or []
+    accuracy = evals[-1][1] if evals and isinstance(evals[-1], (list, tuple)) and len(evals[-1]) == 2 else None
+    return {
+        "task": str(ckpt.task.get("name", "?")),
+        "d_model": ckpt.config.d_model,
+        "layers": ckpt.config.n_layers,
+        "heads": ckpt.config.n_heads,
+        "params": int(ckpt.model.num_params()),
+        "steps": history.get("steps"),
+        "accuracy": accuracy,
+    }
