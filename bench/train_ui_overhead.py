@@ -4,10 +4,18 @@ Both runs use the same config (the page's settings for ``--task``/``--preset``/`
 page's eval and probe intervals, one torch thread on CPU, the best device) in the same
 invocation:
 
-* headless: ``TrainingRun.start()`` + join in this process, as the page would, nobody watching;
+* headless: ``TrainingRun.start()`` + wait in a fresh Python process, as the page would, nobody
+  watching;
 * ui: a real ``streamlit run app.py`` server on 127.0.0.1 and a Playwright chromium tab on
-  ``/training``: the page redraws its live panel (metrics, five charts, the attention heads) once
-  a second and the tab reads the step counter once a second, until the run finishes.
+  ``/training``: the page redraws its numbers and charts once a second and the attention heads
+  every two seconds, and the tab reads the page once a second, until the run finishes.
+
+The headless process and the server each run in a session of their own (``start_new_session``),
+and the browser in this one. On Linux with autogroup scheduling a busy machine shares the CPU
+fairly between sessions; without this the browser would take its share from the training thread
+itself, which measures the machine rather than the page (and in a classroom the browser is on
+another computer). The server is given a few seconds after its first page to finish its
+background warm-up (loading the shipped models) before the first UI run starts.
 
 Steps/s is the engine's own measure (steps / seconds spent training: queueing and pauses do not
 count), read for the UI run from the page's debug line (``TP_TRAINING_DEBUG=1``). Headless and UI
@@ -41,6 +49,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync"]
 STATS = re.compile(r"training-run-stats: state=(\w+) step=(\d+) elapsed_s=([\d.]+)")
 TIMEOUT_S = 1800
+WARMUP_SETTLE_S = 10.0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -51,6 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--preset", default="tiny")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--warmup", type=int, default=200)
+    p.add_argument("--headless-once", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
@@ -62,7 +72,17 @@ def page_settings(args: argparse.Namespace):
 
 
 def headless(args: argparse.Namespace) -> dict[str, float]:
-    """The page's run with nobody watching: start() and join() in this process."""
+    """The page's run with nobody watching, in a fresh process and session (see the module docstring)."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--headless-once", "--steps", str(args.steps),
+               "--task", args.task, "--preset", args.preset, "--batch-size", str(args.batch_size),
+               "--warmup", str(args.warmup)]
+    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S,
+                         start_new_session=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def headless_here(args: argparse.Namespace) -> dict[str, float]:
+    """One headless run in this process: start() and wait, as the page's session object does."""
     from model.training import TrainingRun
     from ui.training_session import configure_threads_once
 
@@ -93,7 +113,7 @@ def start_server() -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -124,7 +144,7 @@ def page_query(args: argparse.Namespace) -> str:
             f"&tr_steps={s.max_steps}&tr_factor={s.factor}&tr_eps={s.label_smoothing}&tr_seed={s.seed}")
 
 
-def through_the_page(args: argparse.Namespace, browser, url: str) -> dict[str, float]:
+def through_the_page(args: argparse.Namespace, browser, url: str, settle_s: float = 0.0) -> dict[str, float]:
     """The same run started in a new tab and watched there until it finishes; then the tab closes."""
     from ui.i18n import translate
 
@@ -134,6 +154,7 @@ def through_the_page(args: argparse.Namespace, browser, url: str) -> dict[str, f
         page.set_default_timeout(120_000)
         page.goto(f"{url}/training?{page_query(args)}")
         page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+        time.sleep(settle_s)
         page.get_by_role("button", name=translate("training.control.start", "en")).click()
         start = time.perf_counter()
         while True:  # the visitor watching: read the page once a second
@@ -159,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     args = parse_args(argv)
+    if args.headless_once:
+        print(json.dumps(headless_here(args)))
+        return 0
     runs: dict[str, list[dict[str, float]]] = {"headless": [], "ui": []}
     proc, url = start_server()
     try:
@@ -166,7 +190,10 @@ def main(argv: list[str] | None = None) -> int:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for i in range(args.repeats):
                 for kind in ("headless", "ui"):
-                    result = headless(args) if kind == "headless" else through_the_page(args, browser, url)
+                    if kind == "headless":
+                        result = headless(args)
+                    else:
+                        result = through_the_page(args, browser, url, settle_s=WARMUP_SETTLE_S if i == 0 else 0.0)
                     runs[kind].append(result)
                     print(f"{i + 1}/{args.repeats} {kind:<8} {result['steps_per_s']:6.2f} steps/s", file=sys.stderr,
                           flush=True)

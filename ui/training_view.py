@@ -218,15 +218,9 @@ def run_panel(session: ts.TrainingSession) -> None:
     if snap is None:
         st.info(t("training.run.none"), icon=":material/info:")
         return
-    import os as _os
-    _skip = _os.environ.get("TP_X_SKIP", "")
-    if snap.state in ("queued", "running") and "static" in _skip:
-        st.caption(f"training-run-stats: state={snap.state} step={snap.step} elapsed_s={snap.elapsed_s:.3f}")
-        return
     if snap.state in ("queued", "running"):
         _live_numbers()
-        if "probe" not in _skip:
-            _live_attention()
+        _live_attention()
     else:
         _numbers(session, snap)
         _probe(snap, live=False)
@@ -409,11 +403,9 @@ def _probe(snap: RunSnapshot, live: bool) -> None:
 
 
 def _numbers(session: ts.TrainingSession, snap: RunSnapshot) -> None:
-    import os as _os
     _status(session, snap)
     _metrics(snap)
-    if "charts" not in _os.environ.get("TP_X_SKIP", ""):
-        _charts(session, snap)
+    _charts(session, snap)
     if ts.debug_enabled():  # for bench/train_ui_overhead.py: the engine's own clock
         st.caption(f"training-run-stats: state={snap.state} step={snap.step} elapsed_s={snap.elapsed_s:.3f}")
 
