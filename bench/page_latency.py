@@ -82,7 +82,7 @@ WIDGET_CHANGES: dict[str, Change] = {
     "positional": lambda at, i: at.slider(key="positional.pair").set_value(5 if i % 2 == 0 else 0),
     "attention": lambda at, i: at.segmented_control(key="attention.head").set_value(2 if i % 2 == 0 else 1),
     "decoding": lambda at, i: at.slider(key="decoding.step").set_value(2 if i % 2 == 0 else 3),
-    "training": toggle_language,
+    "training": lambda at, i: at.slider(key="training.warmup").set_value(100 if i % 2 else 300),
 }
 
 TRIVIAL_RERUN_SCRIPT = 'import streamlit as st\nst.radio("x", ["en", "zh"], key="lang")\n'
