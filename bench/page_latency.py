@@ -45,8 +45,12 @@ from ui.tour import TOUR, stop  # noqa: E402
 # A server compiles each script once per process and keeps the bytecode; AppTest makes a new
 # ScriptCache for every run and so recompiles app.py and the page each time, which is not what
 # a visitor waits for. Share one cache, as the server does (for the page and the reference).
+# (AppTest builds one for app.py and its LocalScriptRunner another for the page files: patch both.)
+import streamlit.testing.v1.local_script_runner as _local_runner  # noqa: E402
+
 _SHARED_SCRIPT_CACHE = _app_test.ScriptCache()
 _app_test.ScriptCache = lambda: _SHARED_SCRIPT_CACHE
+_local_runner.ScriptCache = lambda: _SHARED_SCRIPT_CACHE
 
 # The script-run part alone (Streamlit's ScriptRunner executing app.py and the page, without
 # AppTest's own set-up and result parsing), reported beside the at.run() figure.
@@ -114,12 +118,14 @@ def timed_rerun(at: AppTest, change: Change, i: int) -> tuple[float, float]:
     return elapsed, sum(_script_seconds)
 
 
-def rerun_ratios(runs: int) -> dict[str, dict[str, float]]:
+def rerun_ratios(runs: int, keys: list[str] | None = None) -> dict[str, dict[str, float]]:
     """Per page: medians of the page's and the reference's reruns, as at.run() and script-only."""
     from ui.warmup import wait_for_warmup
 
     results: dict[str, dict[str, float]] = {}
     for s in TOUR:
+        if keys is not None and s.key not in keys:
+            continue
         change = WIDGET_CHANGES.get(s.key, toggle_language)
         try:
             page_app = open_page(s.key)
@@ -222,17 +228,34 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=31, help="timed reruns per page (median)")
     parser.add_argument("--cold-runs", type=int, default=3, help="cold starts of each app (median)")
     parser.add_argument("--skip-cold", action="store_true", help="measure reruns only")
+    parser.add_argument("--mode", choices=("server", "apptest", "both"), default="server",
+                        help="server: a browser changes the widget on a real server, whose script runs "
+                             "are timed (fragments rerun alone, as for a visitor; the `ratio`); apptest: "
+                             "the whole script rerun in AppTest; both: the two, `ratio` from server")
+    parser.add_argument("--pages", nargs="*", help="only these page keys")
     args = parser.parse_args()
     os.chdir(ROOT)
 
-    pages = rerun_ratios(args.runs)
-    measured = [k for k in pages if "ratio" in pages[k]]
-    worst = max(measured, key=lambda k: pages[k]["ratio"])
-    worst_script = max(measured, key=lambda k: pages[k]["script_ratio"])
-    result: dict[str, object] = {"ratio": pages[worst]["ratio"], "worst_page": worst,
-                                 "script_ratio": pages[worst_script]["script_ratio"], "pages": pages,
-                                 "failed_pages": [k for k in pages if k not in measured],
-                                 "ratio_target": 2.0, "cold_start_target": 1.2}
+    keys = [s.key for s in TOUR if not args.pages or s.key in args.pages]
+    result: dict[str, object] = {"ratio_target": 2.0, "cold_start_target": 1.2, "mode": args.mode}
+    if args.mode in ("apptest", "both"):
+        pages = rerun_ratios(args.runs, keys)
+        measured = [k for k in pages if "ratio" in pages[k]]
+        worst = max(measured, key=lambda k: pages[k]["ratio"])
+        worst_script = max(measured, key=lambda k: pages[k]["script_ratio"])
+        result.update(apptest_ratio=pages[worst]["ratio"], apptest_worst_page=worst,
+                      script_ratio=pages[worst_script]["script_ratio"], apptest_pages=pages)
+        result.update(ratio=pages[worst]["ratio"], worst_page=worst, pages=pages,
+                      failed_pages=[k for k in pages if k not in measured])
+    if args.mode in ("server", "both"):
+        from bench.browser_rerun import rerun_ratios as server_rerun_ratios
+
+        paths = {s.key: f"{s.url_path}?lang=en" for s in TOUR if s.key in keys}
+        pages = server_rerun_ratios(args.runs, paths)
+        measured = [k for k in pages if "ratio" in pages[k]]
+        worst = max(measured, key=lambda k: pages[k]["ratio"])
+        result.update(ratio=pages[worst]["ratio"], worst_page=worst, pages=pages,
+                      failed_pages=[k for k in pages if k not in measured])
     if not args.skip_cold:
         cold = cold_start(args.cold_runs)
         result.update(cold_start_ratio=cold["ratio"], cold_start_s=cold["app_s"],

@@ -55,6 +55,12 @@ class RunSlots:
         with self._cond:
             return self._queue.index(holder) + 1 if holder in self._queue else 0
 
+    def place(self, holder: object) -> tuple[int, int]:
+        """``(position(holder), waiting)`` read together, so the two always agree."""
+        with self._cond:
+            position = self._queue.index(holder) + 1 if holder in self._queue else 0
+            return position, len(self._queue)
+
     @property
     def running(self) -> int:
         with self._cond:

@@ -130,6 +130,7 @@ class RunSnapshot:
     device: str
     num_params: int
     config: dict
+    queue_waiting: int = 0  # runs waiting in the slot queue, read with queue_position
 
     @property
     def accuracy(self) -> float | None:
@@ -144,6 +145,24 @@ class RunSnapshot:
         if self.step < 1 or self.state not in ("running", "paused"):
             return None
         return self.elapsed_s / self.step * (self.max_steps - self.step)
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """The few facts a one-line status needs, without the history: cheap to take on every rerun.
+
+    ``queue_position`` is the run's 1-based place in the slot queue while it waits there, else 0
+    (also for the instant between ``start()`` and joining the queue, and between leaving the queue
+    and the state turning to "running").
+    """
+
+    state: str
+    reason: str
+    step: int
+    max_steps: int
+    loss: float | None
+    queue_position: int
+    queue_waiting: int
 
 
 @torch.inference_mode()
@@ -395,6 +414,7 @@ class TrainingRun:
 
     # -- reading ----------------------------------------------------------------------------
     def snapshot(self) -> RunSnapshot:
+        position, waiting = self._slots.place(self) if self._slots is not None else (0, 0)
         with self._lock:
             return RunSnapshot(
                 state=self._state, reason=self._reason, step=self._step, max_steps=self.config.max_steps,
@@ -402,9 +422,20 @@ class TrainingRun:
                 tokens_per_s=list(self._tokens_per_s), evals=list(self._evals), probes=list(self._probes),
                 probe_src_tokens=self.tokenizer.token_strings(self.tokenizer.encode(self._probe[0])),
                 probe_tgt_tokens=self.tokenizer.token_strings(self.tokenizer.encode(self._probe[1], add_bos=True)),
-                queue_position=self._slots.position(self) if self._slots is not None else 0,
+                queue_position=position, queue_waiting=waiting,
                 device=str(self.device), num_params=self.model.num_params(), config=self.config.to_dict(),
             )
+
+    def status(self) -> RunStatus:
+        """State, reason, step and last loss only (no copies of the history): for status lines."""
+        with self._lock:
+            state, reason, step = self._state, self._reason, self._step
+            loss = self._losses[-1] if self._losses else None
+        position = waiting = 0
+        if self._slots is not None and state == "queued":
+            position, waiting = self._slots.place(self)
+        return RunStatus(state=state, reason=reason, step=step, max_steps=self.config.max_steps, loss=loss,
+                         queue_position=position, queue_waiting=waiting)
 
     def history(self) -> dict[str, Any]:
         snap = self.snapshot()

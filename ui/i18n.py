@@ -28,6 +28,7 @@ import functools
 import json
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -135,6 +136,28 @@ def browser_lang() -> str:
 
 
 _last_run_lang = DEFAULT_LANG
+# The language this thread's script run settled on (see :func:`pin_run_lang`): ``(ctx, lang)``.
+_pinned = threading.local()
+
+
+def pin_run_lang(lang: str | None) -> None:
+    """Fix the language of the script run going on in this thread (None: forget it).
+
+    ``app.py`` settles the language at the top of every run (:func:`ui.sidebar.bind_shared_state`)
+    and pins it here, so the hundred-odd ``t()`` calls of a page skip the session-state lookup.
+    A widget's value cannot change in the middle of a run, so the pin holds until the next run
+    pins again; a run that has not pinned yet (a fragment rerun on a new thread) resolves the
+    language the slow way.
+    """
+    global _last_run_lang
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if lang in LANGS and ctx is not None:
+        _pinned.run = (ctx, lang)
+        _last_run_lang = lang
+    else:
+        _pinned.run = None
 
 
 def current_lang() -> str:
@@ -145,11 +168,16 @@ def current_lang() -> str:
     this process, so option labels match the ones that run produced.
     """
     global _last_run_lang
-    import streamlit as st
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    if get_script_run_ctx(suppress_warning=True) is None:
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None:
         return _last_run_lang
+    pinned = getattr(_pinned, "run", None)
+    if pinned is not None and pinned[0] is ctx:
+        return pinned[1]
+    import streamlit as st
+
     lang = st.session_state.get(LANG_STATE_KEY)
     if lang not in LANGS:
         lang = browser_lang()

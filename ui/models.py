@@ -24,6 +24,8 @@ asking for a model that is still loading waits for that one load instead of star
 """
 from __future__ import annotations
 
+import functools
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -62,9 +64,22 @@ def checkpoint_path(task: str) -> Path:
 
 
 def shipped_models() -> list[str]:
-    """Shipped tasks whose checkpoint file is present, in the tour's order; then any other ``*.pt``."""
-    present = {p.stem for p in CHECKPOINT_DIR.glob("*.pt")} if CHECKPOINT_DIR.is_dir() else set()
-    return [task for task in SHIPPED_TASKS if task in present] + sorted(present - set(SHIPPED_TASKS))
+    """Shipped tasks whose checkpoint file is present, in the tour's order; then any other ``*.pt``.
+
+    Called on every rerun of every page: the folder is listed again only when its modification
+    time changes (a file added or removed), which costs one ``stat``.
+    """
+    try:
+        mtime = os.stat(CHECKPOINT_DIR).st_mtime_ns
+    except OSError:
+        return []
+    return list(_list_checkpoints(CHECKPOINT_DIR, mtime))
+
+
+@functools.lru_cache(maxsize=8)
+def _list_checkpoints(folder: Path, mtime_ns: int) -> tuple[str, ...]:
+    present = {p.stem for p in folder.glob("*.pt")}
+    return tuple([task for task in SHIPPED_TASKS if task in present] + sorted(present - set(SHIPPED_TASKS)))
 
 
 def _session_models() -> dict[str, Any]:

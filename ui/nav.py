@@ -24,14 +24,14 @@ import streamlit as st
 
 from ui.i18n import t
 from ui.sidebar import CARRIED_PARAMS
-from ui.tour import TOUR, Stop, neighbours, stop
+from ui.tour import TOUR, Stop, neighbours, page, stop
 from ui.url_state import current_query
 
 
 def link(s: Stop, label: str | None = None, *, icon: str | None = None, icon_position: str = "left") -> None:
     """An in-app link to stop ``s`` (its title and icon unless given) that keeps language and model."""
     st.page_link(
-        s.script,
+        page(s),  # a Page object: a path string would be resolved on disk on every call
         label=label or s.title,
         icon=icon or s.icon,
         icon_position=icon_position,

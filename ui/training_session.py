@@ -15,6 +15,9 @@ at most ``TP_MAX_TRAINING_RUNS`` (default: the CPU cores) train at once, the res
 arrival order. Each run has a step cap (a page setting) and a time cap
 (``TP_TRAINING_MAX_SECONDS``). Two sessions never share a run; a run never touches the shared
 pretrained models (a model "used on the other pages" is a copy loaded from the run's checkpoint).
+A run that failed (an exception in a step, a loss that became NaN) hands out no checkpoint: its
+weights may be broken, so it can be neither used on the other pages nor downloaded
+(:class:`FailedRunError`), as the command line saves no checkpoint of a failed run either.
 
 Everything handed to a page is plain data (numbers, strings, lists, snapshots of plain data).
 """
@@ -34,7 +37,7 @@ import streamlit as st
 from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from model.run_slots import RunSlots
 from model.tasks import TASK_NAMES
-from model.training import MAX_BATCH_SIZE, MODEL_PRESETS, RunSnapshot, TrainingConfig, TrainingRun
+from model.training import MAX_BATCH_SIZE, MODEL_PRESETS, RunSnapshot, RunStatus, TrainingConfig, TrainingRun
 
 _log = logging.getLogger(__name__)
 
@@ -237,6 +240,10 @@ def d_model_of(preset: str) -> int:
 # ------------------------------------------------------------------ one session's runs
 
 
+class FailedRunError(RuntimeError):
+    """The run failed, so its model is not handed out (not used on other pages, not downloaded)."""
+
+
 @dataclass(frozen=True)
 class Sample:
     """One fresh example and the model's greedy answer to it."""
@@ -283,6 +290,10 @@ class TrainingSession:
             self.released = False
             self._samples.clear()
         run.start()
+        if not _browser_session_connected():
+            # The tab closed between the click and this callback: Streamlit may already have
+            # released this session's resources, so nobody would ever stop the run.
+            self.close()
         return run
 
     def pause(self) -> None:
@@ -323,6 +334,16 @@ class TrainingSession:
         run = self.run
         return run.snapshot() if run is not None else None
 
+    def status(self) -> RunStatus | None:
+        """State, step, last loss and queue place of the current run, without its history (cheap)."""
+        run = self.run
+        return run.status() if run is not None else None
+
+    @property
+    def failed(self) -> bool:
+        run = self.run
+        return run is not None and run.status().state == "failed"
+
     @property
     def live(self) -> bool:
         run = self.run
@@ -342,13 +363,32 @@ class TrainingSession:
         return self._samples[key]
 
     def checkpoint_bytes(self) -> bytes:
-        if self.run is None:
+        """The current model as checkpoint-file bytes (:class:`FailedRunError` if the run failed)."""
+        run = self.run
+        if run is None:
             raise RuntimeError("There is no run to save.")
-        return self.run.checkpoint_bytes()
+        status = run.status()
+        if status.state == "failed":
+            raise FailedRunError(f"The run failed at step {status.step}: {status.reason}")
+        return run.checkpoint_bytes()
 
     def checkpoint_copy(self) -> Checkpoint:
-        """An independent eval-mode copy of the current model (for the other pages)."""
+        """An independent eval-mode copy of the current model (for the other pages; not of a failed run)."""
         return load_checkpoint(self.checkpoint_bytes())
+
+
+def _browser_session_connected() -> bool:
+    """False when the browser session of this script run is gone (True outside a server)."""
+    try:
+        from streamlit.runtime import Runtime
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+        ctx = get_script_run_ctx(suppress_warning=True)
+        if ctx is None or not Runtime.exists():
+            return True  # AppTest, scripts, unit tests
+        return Runtime.instance().is_active_session(ctx.session_id)
+    except Exception:  # never let this check break a start
+        return True
 
 
 def _release(session: TrainingSession) -> None:

@@ -55,6 +55,7 @@ _PROBE_KEY = "training.probe_step"
 _LAYER_KEY = "training.probe_layer"
 _SAMPLES_BATCH_KEY = "_training.samples_batch"
 
+FAILURE_REASON_LIMIT = 600  # characters of a failed run's reason shown on the page (escaped, shown literally)
 REASONS = {  # engine reason -> i18n key suffix
     "step cap reached": "step_cap", "time cap reached": "time_cap", "target accuracy reached": "target",
     "stopped": "stopped", "stopped before it started": "stopped_queued",
@@ -257,16 +258,19 @@ def _status(session: ts.TrainingSession, snap: RunSnapshot) -> None:
                   params=f"{snap.num_params:,}", device=snap.device, batch=cfg["batch_size"], warmup=cfg["warmup"],
                   factor=f"{cfg['factor']:g}", eps=f"{cfg['label_smoothing']:g}", seed=cfg["seed"]))
     if snap.state == "queued":
-        slots = session.slots
-        st.warning(t("training.run.queued", position=snap.queue_position, capacity=slots.capacity,
-                     waiting=slots.waiting), icon=":material/hourglass_top:")
+        if snap.queue_position:
+            st.warning(t("training.run.queued", position=snap.queue_position, capacity=session.slots.capacity,
+                         waiting=snap.queue_waiting), icon=":material/hourglass_top:")
+        else:  # the instant before it joins the queue, or after it got a slot and before it trains
+            st.info(t("training.run.queued_no_place"), icon=":material/hourglass_top:")
     elif snap.state == "running":
         st.caption(t("training.run.running", device=snap.device))
     elif snap.state == "paused":
         st.info(t("training.run.paused"), icon=":material/pause:")
     elif snap.state == "failed":
-        st.error(t("training.run.failed", step=snap.step), icon=":material/error:")
-        st.code(snap.reason, language=None)
+        reason = markdown_literal(snap.reason, FAILURE_REASON_LIMIT) or "?"
+        st.error(t("training.run.failed", step=snap.step, reason=reason), icon=":material/error:")
+        st.caption(t("training.run.failed_hint"))
     elif snap.state == "finished":
         if session.released and snap.reason == "stopped":
             st.info(t("training.run.released"), icon=":material/link_off:")
@@ -414,9 +418,14 @@ def _numbers(session: ts.TrainingSession, snap: RunSnapshot) -> None:
 
 
 def results(session: ts.TrainingSession) -> None:
-    """Samples, "use this model", download: once the run is paused or over and has trained."""
+    """Samples, "use this model", download: once the run is paused or over and has trained.
+
+    Not for a failed run: its weights may be broken (a NaN loss, an exception halfway through an
+    update), so its model is neither shown answering nor offered for use or download; the run's
+    status says so (``training.run.failed_hint``).
+    """
     snap = session.snapshot()
-    if snap is None or snap.step == 0 or snap.state in ("queued", "running"):
+    if snap is None or snap.step == 0 or snap.state in ("queued", "running", "failed"):
         return
     st.subheader(t("training.results.heading"))
     batch = st.session_state.get(_SAMPLES_BATCH_KEY, 0)
@@ -463,7 +472,15 @@ def _on_use() -> None:
         args = {k: markdown_literal(str(v)) for k, v in problem[1].items()}
         _flash("error", problem[0], where="results", **args)
         return
-    models.register_session_model(name, session.checkpoint_copy())
+    try:
+        ckpt = session.checkpoint_copy()
+    except ts.FailedRunError:  # it failed after the page drew the button
+        _flash("error", "training.use.failed")  # the results (and their flash) are gone: say it above
+        return
+    except ts.CheckpointError as exc:  # e.g. the very last update made a weight NaN
+        _flash("error", ts.checkpoint_error_key(exc), where="results")
+        return
+    models.register_session_model(name, ckpt)
     st.session_state[models.MODEL_STATE_KEY] = name
     _flash("success", "training.use.done", where="results", name=markdown_literal(name))
 

@@ -51,6 +51,8 @@ _SHADOW_KEY = "_url_state.values"  # {session key: last value}, survives page sw
 _WRITTEN_KEY = "_url_state.written"  # {query name: text this session last wrote}
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+# Bidi embeddings, overrides, isolates and marks: in a notice they would reorder the sentence around them.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 class BadValue(ValueError):
@@ -210,9 +212,13 @@ def read(param: Param[T], query: dict[str, str] | None = None) -> tuple[T, str |
 
 
 def markdown_literal(text: str, limit: int = 40) -> str:
-    """``text`` shortened to ``limit`` characters and escaped so Markdown shows it verbatim."""
+    """``text`` shortened to ``limit`` characters and escaped so Markdown shows it verbatim.
+
+    Control and bidi characters are dropped and line breaks become spaces: the text stays inside
+    the sentence it is put in (a line break could start a heading, a bidi override reverse the rest).
+    """
     short = text if len(text) <= limit else text[: limit - 1] + "…"
-    return _MD_SPECIAL.sub(r"\\\1", _CONTROL.sub("", short))
+    return _MD_SPECIAL.sub(r"\\\1", _BIDI.sub("", _CONTROL.sub("", short)).replace("\n", " "))
 
 
 def notify_bad_value(param: Param[T], rejected: str, used: T) -> None:

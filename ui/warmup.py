@@ -14,6 +14,7 @@ The training page (or a benchmark) may call :func:`wait_for_warmup` before it st
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import time
@@ -77,6 +78,9 @@ def start_warmup() -> WarmUp:
     """Start the warm-up thread once per process and return its report (cheap on later calls)."""
     report = WarmUp()
     threading.Thread(target=run_warmup, args=(report,), name="tp-warmup", daemon=True).start()
+    # A daemon thread killed inside torch at interpreter exit aborts the process ("terminate
+    # called without an active exception", exit 134): a short test run can end that early.
+    atexit.register(report.wait, 120)
     return report
 
 

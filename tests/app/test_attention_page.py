@@ -4,21 +4,15 @@ Checks read what the page actually shows: the plotly figures' JSON, metrics, tab
 """
 from __future__ import annotations
 
-import base64
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
-from model.checkpoint import save_checkpoint
-from model.config import TransformerConfig
 from model.tasks import get_task
-from model.tokenizer import CharTokenizer
-from model.transformer import Transformer
+from tests.app.apptest_helpers import chart, clean, open_script, query, random_model_fixtures, values
 from ui import models
 from ui.i18n import LANGS, catalogs, translate
 
@@ -26,53 +20,13 @@ N_LAYERS, N_HEADS, D_MODEL = 2, 2, 32
 D_K = D_MODEL // N_HEADS
 KINDS = ("encoder", "decoder", "cross")
 SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
-
-
-def write_random_checkpoint(path: Path, task_name: str, seed: int) -> None:
-    """An untrained model of ``task_name``: every invariant the page shows holds for it too."""
-    torch.manual_seed(seed)
-    tokenizer = CharTokenizer(get_task(task_name).alphabet)
-    config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
-                               d_model=D_MODEL, n_heads=N_HEADS, n_layers=N_LAYERS, d_ff=64, dropout=0.0, max_len=40)
-    save_checkpoint(path, Transformer(config).eval(), tokenizer, {"name": task_name})
-
-
-@pytest.fixture(scope="module")
-def checkpoint_dir(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("attention_checkpoints")
-    write_random_checkpoint(folder / "copy.pt", "copy", seed=1)
-    write_random_checkpoint(folder / "dates.pt", "dates", seed=2)
-    return folder
-
-
-@pytest.fixture(autouse=True)
-def random_models(monkeypatch, checkpoint_dir):
-    monkeypatch.setattr(models, "CHECKPOINT_DIR", checkpoint_dir)
+checkpoint_dir, random_models = random_model_fixtures(
+    ("copy", 1), ("dates", 2), folder="attention_checkpoints", d_model=D_MODEL, n_heads=N_HEADS, n_layers=N_LAYERS,
+    d_ff=64, max_len=40)
 
 
 def open_attention(app, **query: str) -> AppTest:
-    at = app(query={"lang": "en", **query})
-    return clean(at.switch_page("app_pages/attention.py").run())
-
-
-def clean(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def chart(at: AppTest, key: str) -> dict:
-    """The plotly figure (as JSON) of the chart with widget key ``key``."""
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]
-    assert len(found) == 1, [c.proto.id for c in at.get("plotly_chart")]
-    return json.loads(found[0].proto.spec)
-
-
-def values(data) -> np.ndarray:
-    """A figure's array as floats, whether plotly wrote a list (None = empty cell = NaN) or a typed array."""
-    if isinstance(data, dict):  # plotly's typed-array form {"dtype", "bdata", "shape"}
-        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
-        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")]).astype(float)
-    return np.array(data, dtype=float)
+    return open_script(app, "app_pages/attention.py", {"lang": "en", **query})
 
 
 def all_heatmaps(figure: dict) -> list[np.ndarray]:
@@ -82,11 +36,6 @@ def all_heatmaps(figure: dict) -> list[np.ndarray]:
 
 def set_section(at: AppTest, section: str) -> AppTest:
     return clean(at.segmented_control(key="attention.section").set_value(section).run())
-
-
-def query(at: AppTest, name: str) -> str:
-    value = at.query_params[name]
-    return value[0] if isinstance(value, list) else value
 
 
 def metric_values(at: AppTest) -> list[float]:

@@ -5,78 +5,26 @@ table, and the URL.
 """
 from __future__ import annotations
 
-import base64
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 from model import decoding
-from model.checkpoint import save_checkpoint
-from model.config import TransformerConfig
 from model.tasks import get_task
-from model.tokenizer import CharTokenizer
-from model.transformer import Transformer
+from tests.app.apptest_helpers import chart, clean, open_script, query, random_model_fixtures, values
 from ui import models
 from ui.i18n import LANGS, catalogs, translate
 
 N_LAYERS, N_HEADS = 2, 2
 STRATEGIES = ("greedy", "beam", "sample")
 SECTIONS = ("steps", "compare", "forcing")
-
-
-def write_random_checkpoint(path: Path, task_name: str, seed: int) -> None:
-    """An untrained model of ``task_name``: decoding invariants hold for it too."""
-    torch.manual_seed(seed)
-    tokenizer = CharTokenizer(get_task(task_name).alphabet)
-    config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
-                               d_model=32, n_heads=N_HEADS, n_layers=N_LAYERS, d_ff=64, dropout=0.0, max_len=40)
-    save_checkpoint(path, Transformer(config).eval(), tokenizer, {"name": task_name})
-
-
-@pytest.fixture(scope="module")
-def checkpoint_dir(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("decoding_checkpoints")
-    write_random_checkpoint(folder / "copy.pt", "copy", seed=3)
-    write_random_checkpoint(folder / "dates.pt", "dates", seed=4)
-    return folder
-
-
-@pytest.fixture(autouse=True)
-def random_models(monkeypatch, checkpoint_dir):
-    monkeypatch.setattr(models, "CHECKPOINT_DIR", checkpoint_dir)
-
-
-def clean(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+checkpoint_dir, random_models = random_model_fixtures(
+    ("copy", 3), ("dates", 4), folder="decoding_checkpoints", d_model=32, n_heads=N_HEADS, n_layers=N_LAYERS,
+    d_ff=64, max_len=40)
 
 
 def open_decoding(app, lang: str = "en", **query: str) -> AppTest:
-    at = app(query={"lang": lang, **query})
-    return clean(at.switch_page("app_pages/decoding.py").run())
-
-
-def chart(at: AppTest, key: str) -> dict:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]
-    assert len(found) == 1, [c.proto.id for c in at.get("plotly_chart")]
-    return json.loads(found[0].proto.spec)
-
-
-def values(data) -> np.ndarray:
-    """A figure's array as floats, whether plotly wrote a list (None = empty cell = NaN) or a typed array."""
-    if isinstance(data, dict):
-        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
-        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")]).astype(float)
-    return np.array(data, dtype=float)
-
-
-def query(at: AppTest, name: str) -> str:
-    value = at.query_params[name]
-    return value[0] if isinstance(value, list) else value
+    return open_script(app, "app_pages/decoding.py", {"lang": lang, **query})
 
 
 def outputs(at: AppTest) -> list[str]:

@@ -4,77 +4,27 @@ The checks read what the page shows: the masks and attention maps as plotly JSON
 """
 from __future__ import annotations
 
-import base64
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
-from model.checkpoint import save_checkpoint
-from model.config import TransformerConfig
-from model.tasks import get_task
-from model.tokenizer import CharTokenizer
-from model.transformer import Transformer
+from tests.app import apptest_helpers as helpers
+from tests.app.apptest_helpers import BAD_INPUTS, clean, open_script, random_model_fixtures, values
 from ui import models
 from ui.i18n import LANGS, translate
 
 N_LAYERS, N_HEADS = 2, 2
 BATCH = "hello world\nattention is all you need\nhi!"
-BAD_INPUTS = {
-    "empty": "",
-    "spaces": "   \n  \n ",
-    "long": "abc " * 40,
-    "many_lines": "\n".join(f"line {n}" for n in range(12)),
-    "emoji": "hi 👍🏽 there 🇫🇷",
-    "chinese": "你好，世界\n注意力",
-    "html": "<b>bold</b> <script>alert(1)</script>\n<s>x</s>",
-}
-
-
-def write_random_checkpoint(path: Path, max_len: int = 64) -> None:
-    torch.manual_seed(5)
-    tokenizer = CharTokenizer(get_task("copy").alphabet)
-    config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
-                               d_model=16, n_heads=N_HEADS, n_layers=N_LAYERS, d_ff=32, dropout=0.0, max_len=max_len)
-    save_checkpoint(path, Transformer(config).eval(), tokenizer, {"name": "copy"})
-
-
-@pytest.fixture(scope="module")
-def checkpoint_dir(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("masks_checkpoints")
-    write_random_checkpoint(folder / "copy.pt")
-    return folder
-
-
-@pytest.fixture(autouse=True)
-def random_model(monkeypatch, checkpoint_dir):
-    monkeypatch.setattr(models, "CHECKPOINT_DIR", checkpoint_dir)
-
-
-def clean(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+SEED, MODEL = 5, dict(d_model=16, n_heads=N_HEADS, n_layers=N_LAYERS, d_ff=32)
+checkpoint_dir, random_model = random_model_fixtures(("copy", SEED), folder="masks_checkpoints", max_len=64, **MODEL)
 
 
 def open_masks(app, **query: str) -> AppTest:
-    at = app(query={"lang": "en", **query})
-    return clean(at.switch_page("app_pages/masks.py").run())
+    return open_script(app, "app_pages/masks.py", {"lang": "en", **query})
 
 
 def chart(at: AppTest, key: str) -> dict:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-masks.{key}")]
-    assert len(found) == 1, [c.proto.id for c in at.get("plotly_chart")]
-    return json.loads(found[0].proto.spec)
-
-
-def values(data) -> np.ndarray:
-    if isinstance(data, dict):
-        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
-        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")]).astype(float)
-    return np.array(data, dtype=float)
+    return helpers.chart(at, f"masks.{key}")
 
 
 def z_of(figure: dict) -> np.ndarray:
@@ -280,7 +230,7 @@ def test_the_batch_is_shared_with_the_tokens_page_and_survives_page_switches(app
 
 
 def test_a_model_with_few_positions_gets_shorter_sentences(app, monkeypatch, tmp_path):
-    write_random_checkpoint(tmp_path / "copy.pt", max_len=16)
+    helpers.write_random_checkpoint(tmp_path / "copy.pt", "copy", seed=SEED, max_len=16, **MODEL)
     monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
     for page in ("app_pages/masks.py", "app_pages/tokens.py"):
         at = app(query={"lang": "en", "sent": "1"})

@@ -5,70 +5,28 @@ and the URL.
 """
 from __future__ import annotations
 
-import base64
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
-from model.checkpoint import save_checkpoint
-from model.config import TransformerConfig
-from model.tasks import get_task
-from model.tokenizer import CharTokenizer
-from model.transformer import Transformer
+from tests.app import apptest_helpers as helpers
+from tests.app.apptest_helpers import clean, open_script, random_model_fixtures, values
 from ui import models
 from ui.i18n import LANGS, translate
 
 SEED_002 = [0.9093, -0.4161, 0.1987, 0.9801, 0.0200, 0.9998, 0.0020, 0.999998]
 PAGE = "app_pages/positional_encoding.py"
-
-
-def write_random_checkpoint(path: Path) -> None:
-    torch.manual_seed(11)
-    tokenizer = CharTokenizer(get_task("copy").alphabet)
-    config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
-                               d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.0, max_len=64)
-    save_checkpoint(path, Transformer(config).eval(), tokenizer, {"name": "copy"})
-
-
-@pytest.fixture(scope="module")
-def checkpoint_dir(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("positional_checkpoints")
-    write_random_checkpoint(folder / "copy.pt")
-    return folder
-
-
-@pytest.fixture(autouse=True)
-def random_model(monkeypatch, checkpoint_dir):
-    monkeypatch.setattr(models, "CHECKPOINT_DIR", checkpoint_dir)
-
-
-def clean(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+checkpoint_dir, random_model = random_model_fixtures(
+    ("copy", 11), folder="positional_checkpoints", d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=64)
 
 
 def open_positional(app, **query: str) -> AppTest:
     """Its URL path differs from its file name, so run the default page first, then switch."""
-    at = app(query={"lang": "en", **query})
-    clean(at.run())
-    return clean(at.switch_page(PAGE).run())
+    return open_script(app, PAGE, {"lang": "en", **query}, home_first=True)
 
 
 def chart(at: AppTest, key: str) -> dict:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-positional.{key}")]
-    assert len(found) == 1, [c.proto.id for c in at.get("plotly_chart")]
-    return json.loads(found[0].proto.spec)
-
-
-def values(data) -> np.ndarray:
-    if isinstance(data, dict):
-        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
-        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")]).astype(float)
-    return np.array(data, dtype=float)
+    return helpers.chart(at, f"positional.{key}")
 
 
 def table_z(at: AppTest) -> np.ndarray:

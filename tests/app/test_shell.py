@@ -9,17 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st_
 from streamlit.testing.v1 import AppTest
 
+from tests.app.apptest_helpers import clean, open_script, texts
 from ui import models
 from ui.i18n import LANGS, translate
 from ui.tour import TOUR, by_url_path, neighbours, stop
 from ui.url_state import BoolParam, ChoiceParam, FloatParam, IntParam, TextParam, read
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def clean(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def open_page(app, key: str, **kwargs) -> AppTest:
@@ -31,13 +27,10 @@ def open_page(app, key: str, **kwargs) -> AppTest:
     its real deep link.
     """
     s = stop(key)
-    at = app(**kwargs)
     if s.is_default:
-        return clean(at.run())
-    if Path(s.script).stem == s.url_path:
-        return clean(at.switch_page(s.script).run())
-    clean(at.run())
-    return clean(at.switch_page(s.script).run())
+        return clean(app(**kwargs).run())
+    return open_script(app, s.script, kwargs.get("query"), locale=kwargs.get("locale"),
+                       home_first=Path(s.script).stem != s.url_path)
 
 
 def titles(at: AppTest) -> list[str]:
@@ -50,7 +43,7 @@ def heading(key: str, lang: str) -> str:
 
 
 def toasts(at: AppTest) -> list[str]:
-    return [e.value for e in at.toast]
+    return texts(at.toast)
 
 
 def page_links(at: AppTest) -> list[tuple[str, str, str]]:

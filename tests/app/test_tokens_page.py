@@ -5,65 +5,25 @@ warnings and the URL.
 """
 from __future__ import annotations
 
-import base64
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
-from model.checkpoint import save_checkpoint
-from model.config import TransformerConfig
-from model.tasks import get_task
-from model.tokenizer import CharTokenizer
-from model.transformer import Transformer
+from tests.app import apptest_helpers as helpers
+from tests.app.apptest_helpers import BAD_INPUTS, clean, open_script, random_model_fixtures, values
 from ui import models
 from ui.i18n import LANGS, translate
 
 D_MODEL = 16
-BAD_INPUTS = {
-    "empty": "",
-    "spaces": "   \n  \n ",
-    "long": "abc " * 40,
-    "many_lines": "\n".join(f"line {n}" for n in range(12)),
-    "emoji": "hi 👍🏽 there 🇫🇷",
-    "chinese": "你好，世界\n注意力",
-    "html": "<b>bold</b> <script>alert(1)</script>\n<s>x</s>",
-}
-
-
-def write_random_checkpoint(path: Path, task: str) -> None:
-    torch.manual_seed(3)
-    tokenizer = CharTokenizer(get_task(task).alphabet)
-    config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
-                               d_model=D_MODEL, n_heads=2, n_layers=1, d_ff=32, dropout=0.0, max_len=64)
-    save_checkpoint(path, Transformer(config).eval(), tokenizer, {"name": task})
-
-
-@pytest.fixture(scope="module")
-def checkpoint_dir(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("tokens_checkpoints")
-    write_random_checkpoint(folder / "copy.pt", "copy")
-    write_random_checkpoint(folder / "reverse.pt", "reverse")
-    return folder
-
-
-@pytest.fixture(autouse=True)
-def random_models(monkeypatch, checkpoint_dir):
-    monkeypatch.setattr(models, "CHECKPOINT_DIR", checkpoint_dir)
-
-
-def clean(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+checkpoint_dir, random_models = random_model_fixtures(
+    ("copy", 3), ("reverse", 3), folder="tokens_checkpoints", d_model=D_MODEL, n_heads=2, n_layers=1, d_ff=32,
+    max_len=64)
 
 
 def open_tokens(app, **query: str) -> AppTest:
-    at = app(query={"lang": "en", **query})
-    return clean(at.switch_page("app_pages/tokens.py").run())
+    return open_script(app, "app_pages/tokens.py", {"lang": "en", **query})
 
 
 def tables(at: AppTest) -> list[str]:
@@ -72,16 +32,7 @@ def tables(at: AppTest) -> list[str]:
 
 
 def chart(at: AppTest, key: str) -> dict:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-tokens.{key}")]
-    assert len(found) == 1, [c.proto.id for c in at.get("plotly_chart")]
-    return json.loads(found[0].proto.spec)
-
-
-def values(data) -> np.ndarray:
-    if isinstance(data, dict):
-        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
-        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")]).astype(float)
-    return np.array(data, dtype=float)
+    return helpers.chart(at, f"tokens.{key}")
 
 
 def cells(html: str, kind: str) -> int:

@@ -13,8 +13,13 @@ import pytest
 from streamlit.runtime.caching import cache_resource_api
 from streamlit.testing.v1 import AppTest
 
+from tests.app.apptest_helpers import clean, open_script, texts
+from model.training import TrainingRun
 from ui import training_session as ts
+from ui import training_status
+from ui import training_view as view
 from ui.i18n import translate
+from ui.url_state import markdown_literal
 
 APPTEST_SESSION_ID = "test session id"
 LONG = "20000"  # a step cap no test reaches: the run is stopped by the test
@@ -37,24 +42,13 @@ def no_run_left_behind():
     assert wait_until(lambda: ts.alive_training_threads() == 0, 10), "a training thread outlived its session"
 
 
-def clean(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def open_training(app, **query: str) -> AppTest:
-    at = app(query={"lang": "en", **query})
-    clean(at.run())
-    return clean(at.switch_page("app_pages/training.py").run())
+    return open_script(app, "app_pages/training.py", {"lang": "en", **query}, home_first=True)
 
 
 def step_of(at: AppTest) -> int:
     """The run's step, from the first metric ("Step (of 20,000)": "123")."""
     return int(at.metric[0].value.replace(",", ""))
-
-
-def texts(elements) -> list[str]:
-    return [str(e.value) for e in elements]
 
 
 def charts(at: AppTest) -> list:
@@ -139,12 +133,21 @@ def test_start_then_the_run_advances_pauses_resumes_and_stops(app):
     assert len(charts(at)) >= 5  # planned curve, loss, learning rate, accuracy, speed (+ attention heads)
     clean(at.button(key="training.pause").click().run())
     assert translate("training.run.paused", "en") in texts(at.info)
+
+    def says_paused(a: AppTest) -> bool:  # (a step in flight when pausing may still land: rerun until it has)
+        line = translate("common.training.paused", "en", model="copy-tiny-1", step=step_of(a), total="20000",
+                         loss="")
+        return any(c.startswith(line) for c in texts(a.sidebar.caption))
+
+    at = rerun_until(at, says_paused, timeout=10)
     clean(at.button(key="training.resume").click().run())
     held = step_of(at)
     at = rerun_until(at, lambda a: step_of(a) > held)
     clean(at.button(key="training.stop").click().run())
     stopped = step_of(at)
     assert translate("training.run.finished_stopped", "en", step=stopped) in texts(at.success)
+    prefix = translate("common.training.stopped", "en", model="copy-tiny-1", step=stopped, total="20000", loss="")
+    assert any(c.startswith(prefix) for c in texts(at.sidebar.caption)), texts(at.sidebar.caption)
     assert ts.alive_training_threads() == 0
     assert at.button(key="training.start").disabled is False
 
@@ -198,7 +201,9 @@ def test_a_run_waits_in_the_queue_when_the_slots_are_full(app, monkeypatch):
         second = open_training(app, tr_steps=LONG)
         clean(second.button(key="training.start").click().run())
         queued = translate("training.run.queued", "en", position=1, capacity=1, waiting=1)
-        assert queued in texts(second.warning)
+        second = rerun_until(second, lambda a: queued in texts(a.warning), timeout=10)  # (it joins in a moment)
+        in_line = translate("common.training.queued", "en", model="copy-tiny-1", position=1, waiting=1)
+        assert in_line in texts(second.sidebar.caption)
         current["id"] = "browser-A"
         clean(first.button(key="training.stop").click().run())
         current["id"] = "browser-B"
@@ -208,3 +213,47 @@ def test_a_run_waits_in_the_queue_when_the_slots_are_full(app, monkeypatch):
         for sid in ("browser-A", "browser-B"):
             cache_resource_api.clear_session_cache(sid)
         ts.shared_slots.clear()
+
+
+# ------------------------------------------------------------------ a run that fails
+
+
+def test_a_failing_run_says_why_offers_no_model_and_the_app_keeps_serving(app, monkeypatch):
+    message = "injected failure: weights *exploded* at <b>step</b> #3"
+    real_step = TrainingRun.train_step
+    failures = []
+
+    def failing_step(self):  # the first run of this test fails after 3 steps; later runs train normally
+        if not failures or failures[0] is self:
+            if self.status().step >= 3:
+                failures[:] = [self]
+                raise RuntimeError(message)
+        return real_step(self)
+
+    monkeypatch.setattr(TrainingRun, "train_step", failing_step)
+    at = open_training(app, tr_steps=LONG)
+    clean(at.button(key="training.start").click().run())
+    reason = f"RuntimeError: {message}"
+    on_page = translate("training.run.failed", "en", step=3,
+                        reason=markdown_literal(reason, view.FAILURE_REASON_LIMIT))
+    at = rerun_until(at, lambda a: on_page in texts(a.main.error))
+    assert "*exploded*" not in on_page and r"\*exploded\*" in on_page  # the reason is shown literally
+    assert wait_until(lambda: ts.alive_training_threads() == 0, 10)
+    assert translate("training.run.failed_hint", "en") in texts(at.main.caption)
+    assert step_of(at) == 3 and len(charts(at)) >= 5  # the curves up to the failure stay
+    # the failed run's model is offered neither for use nor for download
+    assert not at.get("download_button") and not at.dataframe
+    assert "training.use" not in [b.key for b in at.button]
+    assert at.button(key="training.start").disabled is False and at.button(key="training.stop").disabled is True
+    in_sidebar = translate("common.training.failed", "en", model="copy-tiny-1", step=3,
+                           reason=markdown_literal(reason, training_status.REASON_LIMIT))
+    assert in_sidebar in texts(at.sidebar.error)
+
+    clean(at.switch_page("app_pages/home.py").run())  # the app keeps serving, the sidebar remembers
+    assert at.title[0].value == translate("common.app_title", "en")
+    assert in_sidebar in texts(at.sidebar.error)
+
+    at = start(clean(at.switch_page("app_pages/training.py").run()))  # and a new run trains
+    assert not at.main.error
+    assert at.button(key="training.stop").disabled is False
+    clean(at.button(key="training.stop").click().run())

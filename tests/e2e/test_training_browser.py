@@ -122,6 +122,8 @@ def test_live_run_charts_page_switch_and_stop(open_tab, wait_for_app, screenshot
     assert threads_alive(p) == 1
     p.get_by_role("button", name=translate("training.control.stop", "en")).click()
     expect(p.get_by_text(re.compile(r"Stopped at step \d+"))).to_be_visible()
+    stopped = re.compile(r"Training of copy-tiny-1 stopped at step \d+ of 20000, loss \d")
+    expect(sidebar.get_by_text(stopped)).to_be_visible()  # the sidebar says stopped, not finished
     wait_for_app(p)
     p.reload()
     wait_for_app(p)
@@ -152,6 +154,8 @@ def test_finished_run_used_elsewhere_downloaded_and_uploaded(open_tab, wait_for_
     expect(p.get_by_text(done)).to_be_visible(timeout=120 * MS)
     wait_for_app(p)
     expect(p.get_by_text(translate("training.results.heading", "zh"))).to_be_visible()
+    finished = translate("common.training.finished", "zh", model="reverse-tiny-1", step=12, total=12, loss="").rstrip()
+    expect(p.locator('[data-testid="stSidebar"]').get_by_text(finished)).to_be_visible()
     screenshot(p, "training_finished_zh")
 
     with p.expect_download() as info:

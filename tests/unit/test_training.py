@@ -128,3 +128,58 @@ def test_slots_cap_concurrent_runs_and_queue_the_rest_in_order():
     assert not third.alive and third.snapshot().reason == "stopped before it started"
     second.stop()
     assert slots.running == 0 and slots.waiting == 0
+
+
+def test_an_exception_inside_a_step_fails_the_run_and_frees_its_slot(monkeypatch):
+    slots = RunSlots(1)
+    cfg = TrainingConfig(max_steps=100_000, **FAST)
+    first, second = TrainingRun(cfg, device="cpu", slots=slots), TrainingRun(cfg, device="cpu", slots=slots)
+    go = threading.Event()  # the first run fails only once the second is waiting for its slot
+    real_step = TrainingRun.train_step
+
+    def flaky_step(self):
+        if self is first and go.is_set():
+            raise RuntimeError("injected failure inside step")
+        return real_step(self)
+
+    monkeypatch.setattr(TrainingRun, "train_step", flaky_step)
+    first.start()
+    assert wait_until(lambda: first.snapshot().step >= 3)
+    second.start()
+    assert wait_until(lambda: second.status().queue_position == 1)
+    queued = second.status()
+    assert queued.state == "queued" and queued.queue_waiting == 1 and queued.step == 0
+    go.set()
+    assert wait_until(lambda: not first.alive)  # the thread has ended
+    snap = first.snapshot()
+    assert snap.state == "failed"
+    assert snap.reason == "RuntimeError: injected failure inside step"
+    assert snap.step >= 3 and len(snap.losses) == snap.step  # the history up to the failure is kept
+    status = first.status()
+    assert (status.state, status.reason, status.step) == ("failed", snap.reason, snap.step)
+    assert status.loss == snap.losses[-1] and status.queue_position == 0
+    assert wait_until(lambda: second.snapshot().state == "running" and second.snapshot().step >= 1)  # slot freed
+    assert slots.running == 1 and slots.waiting == 0
+    second.stop()
+    assert not second.alive and second.snapshot().state == "finished"
+    assert slots.running == 0 and slots.waiting == 0
+
+
+def test_an_exception_in_a_synchronous_run_is_reported_not_raised(monkeypatch):
+    run = TrainingRun(TrainingConfig(max_steps=10, **FAST), device="cpu")
+
+    def bad_evaluate(*args, **kwargs):
+        raise ValueError("bad eval")
+
+    monkeypatch.setattr(run, "evaluate", bad_evaluate)
+    snap = run.train_until_done()  # the first evaluation (step 10) fails
+    assert snap.state == "failed" and snap.reason == "ValueError: bad eval" and snap.step == 10
+
+
+def test_status_is_the_snapshot_without_the_history():
+    run = TrainingRun(TrainingConfig(max_steps=5, **FAST), device="cpu")
+    idle = run.status()
+    assert (idle.state, idle.step, idle.loss, idle.max_steps, idle.queue_position) == ("idle", 0, None, 5, 0)
+    snap = run.train_until_done()
+    status = run.status()
+    assert (status.state, status.reason, status.step, status.loss) == (snap.state, snap.reason, 5, snap.losses[-1])

@@ -18,9 +18,12 @@ from streamlit.testing.v1 import AppTest
 from model.checkpoint import CheckpointError
 from model.run_slots import RunSlots
 from model.schedule import noam_lr
-from model.training import TrainingConfig
+from model.training import TrainingConfig, TrainingRun
 from ui import training_charts as charts
 from ui import training_session as ts
+from ui import training_status
+from ui.i18n import translate
+from ui.url_state import markdown_literal
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = dict(task="copy", task_max_len=6, preset="tiny", batch_size=8, eval_every=10, eval_size=10, probe_every=5,
@@ -201,6 +204,95 @@ def test_samples_and_checkpoint_copy_are_independent_of_the_run(sessions):
     ckpt = session.checkpoint_copy()
     assert ckpt.model is not session.run.model and not ckpt.model.training
     assert ckpt.task["name"] == "copy" and ckpt.history["steps"] == 6
+
+
+def fail_after(monkeypatch, steps: int, message: str = "injected failure") -> None:
+    """Make every run raise ``RuntimeError(message)`` in the step after its ``steps``-th."""
+    real_step = TrainingRun.train_step
+
+    def failing_step(self):
+        if self.status().step >= steps:
+            raise RuntimeError(message)
+        return real_step(self)
+
+    monkeypatch.setattr(TrainingRun, "train_step", failing_step)
+
+
+def test_a_failed_run_hands_out_no_checkpoint(sessions, monkeypatch):
+    fail_after(monkeypatch, 3)
+    session = sessions()
+    session.start(long_config())
+    assert wait_until(lambda: not session.live)
+    assert session.failed and session.status().state == "failed" and session.status().step == 3
+    assert session.snapshot().reason == "RuntimeError: injected failure"
+    with pytest.raises(ts.FailedRunError, match="injected failure"):
+        session.checkpoint_bytes()  # not downloadable...
+    with pytest.raises(ts.FailedRunError):
+        session.checkpoint_copy()  # ...nor usable on the other pages
+    monkeypatch.undo()
+    session.start(long_config(max_steps=4))  # a new run after a failure trains and saves normally
+    assert wait_until(lambda: not session.live)
+    assert not session.failed and session.status().state == "finished"
+    assert session.checkpoint_copy().history["steps"] == 4
+    assert session.previous is not None and session.previous.state == "failed"  # kept for comparison
+
+
+# ------------------------------------------------------------------ the sidebar's status line
+
+
+def sidebar_case(state: str, **changes) -> training_status.RunSnapshot:
+    base = dict(model_name="copy-tiny-1", state=state, step=42, total_steps=600, loss=1.23456)
+    return training_status.RunSnapshot(**{**base, **changes})
+
+
+REASON = "RuntimeError: weights *exploded* at <b>step</b> #43 [x](y) $1$"
+SIDEBAR_CASES = [  # (snapshot, catalog key, its arguments, refreshes by itself?)
+    (sidebar_case("queued", step=0, loss=None, queue_position=2, queue_waiting=3), "common.training.queued",
+     dict(model="copy-tiny-1", position=2, waiting=3), True),
+    (sidebar_case("queued", step=0, loss=None), "common.training.queued_no_place", dict(model="copy-tiny-1"), True),
+    (sidebar_case("running"), "common.training.running",
+     dict(model="copy-tiny-1", step=42, total=600, loss="1.2346"), True),
+    (sidebar_case("paused"), "common.training.paused",
+     dict(model="copy-tiny-1", step=42, total=600, loss="1.2346"), False),
+    (sidebar_case("finished", reason="step cap reached", step=600), "common.training.finished",
+     dict(model="copy-tiny-1", step=600, total=600, loss="1.2346"), False),
+    (sidebar_case("finished", reason="time cap reached"), "common.training.finished",
+     dict(model="copy-tiny-1", step=42, total=600, loss="1.2346"), False),
+    (sidebar_case("finished", reason="stopped"), "common.training.stopped",
+     dict(model="copy-tiny-1", step=42, total=600, loss="1.2346"), False),
+    (sidebar_case("finished", reason="stopped before it started", step=0, loss=None),
+     "common.training.stopped_queued", dict(model="copy-tiny-1"), False),
+    (sidebar_case("failed", reason=REASON), "common.training.failed",
+     dict(model="copy-tiny-1", step=42, reason=markdown_literal(REASON, training_status.REASON_LIMIT)), False),
+]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_sidebar_says_which_state_the_run_is_in(monkeypatch, lang):
+    monkeypatch.setattr(training_status, "t", lambda key, **args: translate(key, lang, **args))
+    said = []
+    for snapshot, key, args, live in SIDEBAR_CASES:
+        text = training_status.status_text(snapshot)
+        assert text == translate(key, lang, **args) and text != key, (key, text)
+        assert snapshot.running is live, snapshot.state  # only queued and running refresh themselves
+        said.append(text)
+    assert len(set(said)) == len(said)  # no two states read the same
+    failed = said[-1]
+    assert "*exploded*" not in failed and "<b>" not in failed and r"\*exploded\*" in failed  # shown literally
+
+
+def test_the_sidebar_reads_the_cheap_status_not_the_history(sessions, monkeypatch):
+    assert training_status.current_run_snapshot() is None  # no session: nothing to say
+    session = sessions(RunSlots(1))
+    monkeypatch.setattr(ts, "peek_session", lambda: session)
+    assert training_status.current_run_snapshot() is None  # a session without a run
+    fail_after(monkeypatch, 2, "boom")
+    session.start(long_config())
+    assert wait_until(lambda: not session.live)
+    monkeypatch.setattr(session.run, "snapshot", lambda: pytest.fail("the sidebar copied the whole history"))
+    snap = training_status.current_run_snapshot()
+    assert (snap.model_name, snap.state, snap.step, snap.reason) == ("copy-tiny-1", "failed", 2, "RuntimeError: boom")
+    assert snap.total_steps == 100_000 and snap.loss is not None and not snap.running
 
 
 # ------------------------------------------------------------------ ownership by the browser session

@@ -1,0 +1,185 @@
+"""Server-side time of the rerun a visitor's widget change causes, on a real server.
+
+A real browser (Debian chromium through Playwright) changes one view-defining widget on a page
+of ``streamlit run app.py``; the server runs under :mod:`bench.timed_server`, which logs the
+duration of every script run it executes. So the figure is exactly the server's work for that
+change, the way a browser asks for it: a widget inside an ``st.fragment`` reruns only its
+fragment, one outside reruns the whole app. The reference is the same change on a one-widget
+script served the same way, measured alternately in the same run.
+
+Used by ``bench/page_latency.py`` (the default mode); ``--mode apptest`` there measures the
+whole-script rerun in AppTest instead.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("TP_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+TRIVIAL_SCRIPT = 'import streamlit as st\nst.radio("x", ["en", "zh"], key="lang")\n'
+START_TIMEOUT_S = 90
+RUN_TIMEOUT_MS = 90_000
+
+
+def _key(key: str) -> str:
+    """CSS selector of the element Streamlit renders for widget ``key`` (dots become dashes)."""
+    return ".st-key-" + key.replace(".", "-")
+
+
+def _click_nth(key: str, role: str) -> Callable:
+    return lambda page, i: page.locator(f"{_key(key)} {role}").nth((i + 1) % 2).click()  # i = 0: the other one
+
+
+def _press_slider(key: str) -> Callable:
+    return lambda page, i: page.locator(_key(key)).get_by_role("slider").press(
+        "ArrowRight" if i % 2 == 0 else "ArrowLeft")
+
+
+def _flip_toggle(key: str) -> Callable:
+    return lambda page, i: page.locator(f"{_key(key)} label").first.click()
+
+
+# The same widget the AppTest mode changes on each page (see page_latency.WIDGET_CHANGES).
+BROWSER_CHANGES: dict[str, Callable] = {
+    "home": _click_nth("lang", "label"),
+    "tokens": _click_nth("tokens.side", "button"),
+    "masks": _flip_toggle("masks.padding"),
+    "positional": _press_slider("positional.pair"),
+    "attention": _click_nth("attention.head", "button"),
+    "decoding": _press_slider("decoding.step"),
+    "training": _press_slider("training.warmup"),
+}
+TRIVIAL_CHANGE = _click_nth("lang", "label")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def timed_server(script: Path) -> Iterator[tuple[str, Path]]:
+    """``(base_url, run_log)`` of ``streamlit run script`` under :mod:`bench.timed_server`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "runs.log"
+        log.touch()
+        port = _free_port()
+        proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "bench" / "timed_server.py"), str(log), "--", str(script),
+             "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while True:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
+                        break
+                except OSError:
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        raise RuntimeError(f"{script.name}: the server did not start") from None
+                    time.sleep(0.1)
+            yield f"http://127.0.0.1:{port}", log
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_idle(page) -> None:
+    page.wait_for_selector('[data-test-script-state="notRunning"]', timeout=RUN_TIMEOUT_MS)
+
+
+def _runs(log: Path) -> list[tuple[float, str]]:
+    out = []
+    for line in log.read_text().splitlines():
+        seconds, kind = line.split()
+        out.append((float(seconds), kind))
+    return out
+
+
+def _change_and_time(page, log: Path, change: Callable, i: int) -> tuple[float, str]:
+    """Make change ``i``; return ``(seconds, kind)`` of the script run it caused."""
+    before = len(_runs(log))
+    change(page, i)
+    deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
+    while len(runs := _runs(log)) == before:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the change caused no script run")
+        time.sleep(0.01)
+    _wait_idle(page)
+    time.sleep(0.05)  # a run the first one triggered (st.rerun) lands in the log too
+    runs = _runs(log)[before:]
+    return sum(s for s, _ in runs), ",".join(sorted({k for _, k in runs}))
+
+
+class _Session:
+    def __init__(self, browser, base_url: str, log: Path, path: str) -> None:
+        self.log = log
+        self.context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
+        self.page = self.context.new_page()
+        self.page.goto(f"{base_url}/{path}")
+        _wait_idle(self.page)
+        self.page.wait_for_timeout(500)
+        _wait_idle(self.page)
+
+    def time(self, change: Callable, i: int) -> tuple[float, str]:
+        return _change_and_time(self.page, self.log, change, i)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def rerun_ratios(runs: int, pages: dict[str, str]) -> dict[str, dict]:
+    """Per page key (``{key: url path with query}``): medians of page and reference reruns."""
+    from playwright.sync_api import sync_playwright
+
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        trivial = Path(tmp) / "trivial_app.py"
+        trivial.write_text(TRIVIAL_SCRIPT)
+        with timed_server(ROOT / "app.py") as (app_url, app_log), \
+                timed_server(trivial) as (ref_url, ref_log), sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            reference = _Session(browser, ref_url, ref_log, "")
+            for key, path in pages.items():
+                change = BROWSER_CHANGES[key]
+                try:
+                    session = _Session(browser, app_url, app_log, path)
+                    for i in range(3):  # warm both sides
+                        session.time(change, i)
+                        reference.time(TRIVIAL_CHANGE, i)
+                    page_s, ref_s, kinds = [], [], set()
+                    for i in range(runs):
+                        seconds, kind = session.time(change, i)
+                        page_s.append(seconds)
+                        kinds.add(kind)
+                        ref_s.append(reference.time(TRIVIAL_CHANGE, i)[0])
+                    session.close()
+                except Exception as exc:  # a broken page is reported; the others are still measured
+                    print(f"{key:<12} FAILED: {exc}", flush=True)
+                    results[key] = {"error": str(exc)[:300]}
+                    continue
+                page_ms, ref_ms = statistics.median(page_s) * 1e3, statistics.median(ref_s) * 1e3
+                results[key] = {"ms": round(page_ms, 2), "trivial_ms": round(ref_ms, 2),
+                                "ratio": round(page_ms / ref_ms, 3), "run": "+".join(sorted(kinds))}
+                print(f"{key:<12} server rerun {page_ms:6.1f} ms vs {ref_ms:5.1f} ms = {page_ms / ref_ms:4.2f}x"
+                      f"   ({'+'.join(sorted(kinds))} run)", flush=True)
+            browser.close()
+    return results

@@ -1,0 +1,97 @@
+"""A short version of ``bench/load.py``: a few websocket sessions walk the whole tour together.
+
+The same client and driver as the benchmark (:func:`bench.load.run_load`), against a server of
+this module's own (``tests/e2e/conftest.py``'s ``start_server``, with ``TP_TRAINING_DEBUG=1`` so
+the training page reports its run, and ``TP_I18N_STRICT=1`` so a missing translation is an
+exception element). Two sessions start a short training run at the same moment while the
+others move through the pages; every session changes each page's view widget and follows the
+"Next" links. Nothing here is timed: the assertions are about errors and completeness only.
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from bench import load
+
+pytestmark = pytest.mark.e2e
+
+SESSIONS = 5
+ROUNDS = 2
+TRAINERS = 2
+TRAIN_STEPS = 30
+
+
+def _load_conftest():
+    spec = importlib.util.spec_from_file_location("_load_e2e_conftest", Path(__file__).with_name("conftest.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_conftest = _load_conftest()
+
+
+@pytest.fixture(scope="module")
+def load_server():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TP_TRAINING_DEBUG", "1")
+        proc, url = _conftest.start_server("server-load-short")
+    try:
+        yield proc, url
+    finally:
+        _conftest.stop_server(proc)
+
+
+def test_a_few_sessions_walk_every_page_together(load_server):
+    proc, url = load_server
+    report = load.run_load(url, proc.pid, sessions=SESSIONS, rounds=ROUNDS, trainers=TRAINERS,
+                           train_steps=TRAIN_STEPS, think=(0.2, 0.6), ramp=1.0, timeout=420.0, settle=1.0,
+                           log=print)
+    print({k: report[k] for k in ("sessions", "reruns", "p50_ms", "p95_ms", "errors", "auto_reruns",
+                                  "rss_before_mb", "rss_after_mb")})
+    assert report["errors"] == 0, report["error_samples"]
+    assert report["sessions"] == SESSIONS
+    assert report["pages"] == len(load.PAGE_WIDGETS)
+    # every session drew every page of the tour without an exception
+    assert report["sessions_with_all_pages"] == SESSIONS, report["min_pages_visited"]
+    # per round and session: one widget change on each page, the "Next" link on all but the last,
+    # and the sidebar back home between rounds (and for the trainers, from /training to start)
+    pages = report["pages"]
+    assert report["by_kind"]["widget"]["n"] == SESSIONS * ROUNDS * pages
+    assert report["by_kind"]["link"]["n"] == SESSIONS * ROUNDS * (pages - 1)
+    assert report["by_kind"]["nav"]["n"] == SESSIONS * (ROUNDS - 1) + TRAINERS
+    # both runs started together (one press each) and trained to their step cap
+    assert report["by_kind"]["click"]["n"] == TRAINERS
+    assert report["training"] == {
+        f"s{i:02d}": {"state": "finished", "step": TRAIN_STEPS, "wall_s": report["training"][f"s{i:02d}"]["wall_s"]}
+        for i in range(TRAINERS)
+    }
+    assert report["auto_reruns"] >= 1  # the live page's fragments asked for refreshes and got them
+
+
+def test_a_session_sends_widget_states_as_the_browser_does(load_server):
+    """The client's widget changes reach the app: the URL the server writes back follows them."""
+    _, url = load_server
+    session = load.Session(url, "probe").connect()
+    try:
+        session.open("masks", "lang=en")
+        assert "mask_pad=true" in session.query_string
+        session.change("masks.padding")
+        assert "mask_pad=false" in session.query_string
+        session.follow_link("positional-encoding")
+        assert session.current_path == "positional-encoding"
+        session.change("positional.pair")
+        assert "pe_pair=1" in session.query_string
+        session.navigate("attention")
+        widget = session.widgets["attention.head"]
+        assert widget.fragment_id  # the head picker lives in a fragment: its rerun names it
+        session.change("attention.head")
+        assert "att_head=2" in session.query_string
+        assert session.records[-1].kind == "widget"
+        assert session.errors == []
+        assert session.visited >= {"masks", "positional-encoding", "attention"}
+    finally:
+        session.close()
