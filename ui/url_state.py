@@ -191,6 +191,13 @@ class TextParam(Param[str]):
     def accepts(self, value: Any) -> bool:
         return isinstance(value, str) and len(value) <= self.max_len and not _CONTROL.search(value)
 
+    def clean(self, value: Any) -> Any:
+        """Typed or pasted text made acceptable: control characters (a vertical tab or NUL from a
+        word processor) become spaces and the text is cut to ``max_len``. Other values as they are."""
+        if not isinstance(value, str):
+            return value
+        return _CONTROL.sub(" ", value)[: self.max_len]
+
 
 def read(param: Param[T], query: dict[str, str] | None = None) -> tuple[T, str | None]:
     """``(value, rejected_text)`` for ``param`` from ``query`` (default: ``st.query_params``).
@@ -232,7 +239,7 @@ def notify_bad_value(param: Param[T], rejected: str, used: T) -> None:
             "common.url_bad_value",
             name=markdown_literal(param.name),
             value=markdown_literal(rejected),
-            used=markdown_literal(param.format(used)),
+            used=markdown_literal(param.format(used)) or "∅",
         ),
         icon=":material/link_off:",
         duration="long",
@@ -257,6 +264,8 @@ def bind(param: Param[T], *, key: str | None = None) -> str:
     from_url, rejected = read(param, {param.name: raw} if raw is not None else {})
     url_is_new = raw is not None and raw != written.get(param.name)
 
+    if key in state and isinstance(param, TextParam) and not param.accepts(state[key]):
+        state[key] = param.clean(state[key])  # what the visitor typed, minus control characters
     if url_is_new and rejected is None:
         value = from_url
     elif key in state and param.accepts(state[key]):
