@@ -11,6 +11,6 @@ from ui.i18n import t
 sidebar.bind_shared_state()
 st.set_page_config(page_title=t("common.app_title"), page_icon=":material/school:", layout="wide")
 current = st.navigation(tour.navigation_sections())
-sidebar.render()
+sidebar.render(current.url_path)
 current.run()
 warmup.start_warmup()

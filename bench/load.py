@@ -247,6 +247,7 @@ class Session:
         self.visited: set[str] = set()  # url paths whose full run finished without an error
         self.auto: dict[str, list[float]] = {}  # fragment id -> [interval s, next due (monotonic)]
         self.run_stats: tuple[str, int] | None = None  # training page's debug line (state, step)
+        self.run_stats_line = ""
         self.threads_alive: int | None = None  # training page's debug line
         self.running = False
         self._finished: int | None = None
@@ -352,6 +353,7 @@ class Session:
             body = element.markdown.body
             if (m := RUN_STATS.search(body)) is not None:
                 self.run_stats = (m.group(1), int(m.group(2)))
+                self.run_stats_line = body  # the whole line (bench/train_ui_overhead.py reads its clock)
             if (m := THREADS_ALIVE.search(body)) is not None:
                 self.threads_alive = int(m.group(1))
         elif etype in WIDGET_TYPES:

@@ -60,6 +60,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--preset", default="tiny")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--warmup", type=int, default=200)
+    p.add_argument("--client", choices=("websocket", "browser"), default="websocket",
+                   help="who watches the live page: a websocket client answering its refreshes as a "
+                        "browser does (default; the drawing is on the student's computer), or a "
+                        "chromium tab on this machine (its rendering then competes for these cores)")
     p.add_argument("--headless-once", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -176,6 +180,31 @@ def through_the_page(args: argparse.Namespace, browser, url: str, settle_s: floa
     return {"steps_per_s": steps / elapsed, "wall_steps_per_s": steps / wall, "elapsed_s": elapsed}
 
 
+def through_websocket(args: argparse.Namespace, url: str, settle_s: float = 0.0) -> dict[str, float]:
+    """The same run started and watched by a websocket client that speaks to the server as the
+    browser does (``bench/load.py``: it answers the page's once-a-second fragment reruns), without
+    drawing anything: in a classroom the drawing happens on the student's computer."""
+    from bench.load import START_BUTTON, Session
+
+    session = Session(url, "watcher", request_timeout=120).connect()
+    try:
+        session.open("training", page_query(args))
+        if session.errors:
+            raise RuntimeError(f"the training page failed: {session.errors}")
+        time.sleep(settle_s)
+        start = time.perf_counter()
+        session.click(START_BUTTON)
+        session.watch_run(TIMEOUT_S)
+        wall = time.perf_counter() - start
+    finally:
+        session.close()
+    found = STATS.search(session.run_stats_line)
+    if found is None or found.group(1) != "finished" or int(found.group(2)) != args.steps:
+        raise RuntimeError(f"the UI run did not finish its {args.steps} steps: {session.run_stats_line!r}")
+    steps, elapsed = int(found.group(2)), float(found.group(3))
+    return {"steps_per_s": steps / elapsed, "wall_steps_per_s": steps / wall, "elapsed_s": elapsed}
+
+
 def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
@@ -187,17 +216,21 @@ def main(argv: list[str] | None = None) -> int:
     proc, url = start_server()
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            browser = (pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                       if args.client == "browser" else None)
             for i in range(args.repeats):
                 for kind in ("headless", "ui"):
                     if kind == "headless":
                         result = headless(args)
+                    elif args.client == "websocket":
+                        result = through_websocket(args, url, settle_s=WARMUP_SETTLE_S if i == 0 else 0.0)
                     else:
                         result = through_the_page(args, browser, url, settle_s=WARMUP_SETTLE_S if i == 0 else 0.0)
                     runs[kind].append(result)
                     print(f"{i + 1}/{args.repeats} {kind:<8} {result['steps_per_s']:6.2f} steps/s", file=sys.stderr,
                           flush=True)
-            browser.close()
+            if browser is not None:
+                browser.close()
     finally:
         stop_server(proc)
 
@@ -206,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
 
     result = {
         "ratio": round(median("ui", "steps_per_s") / median("headless", "steps_per_s"), 3),
+        "client": args.client,
         "wall_ratio": round(median("ui", "wall_steps_per_s") / median("headless", "wall_steps_per_s"), 3),
         "ui_steps_per_s": round(median("ui", "steps_per_s"), 3),
         "headless_steps_per_s": round(median("headless", "steps_per_s"), 3),

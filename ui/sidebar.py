@@ -14,6 +14,7 @@ import streamlit as st
 
 from ui import models, training_status
 from ui.i18n import LANG_STATE_KEY, LANGS, browser_lang, pin_run_lang, t
+from ui.tour import stop
 from ui.url_state import ChoiceParam, bind, markdown_literal
 
 CARRIED_PARAMS: tuple[str, ...] = ("lang", "model")
@@ -62,8 +63,12 @@ def _model_label(name: str) -> str:
     return t(key, name=name)
 
 
-def render() -> None:
-    """Draw the shared sidebar (call after :func:`bind_shared_state`, on every page)."""
+def render(page_url_path: str = "") -> None:
+    """Draw the shared sidebar (call after :func:`bind_shared_state`, on every page).
+
+    ``page_url_path`` is the page being shown; on the training page the run's status is drawn
+    without its own refresh (the page refreshes it).
+    """
     with st.sidebar:
         st.radio(
             t("common.sidebar.language"),
@@ -88,4 +93,4 @@ def render() -> None:
         st.caption(t("common.sidebar.device", device=device), help=t("common.sidebar.device_help"))
         if error:
             st.warning(t("common.sidebar.device_error"), icon=":material/warning:")
-        training_status.sidebar_status()
+        training_status.sidebar_status(live=page_url_path != stop("training").url_path)

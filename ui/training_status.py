@@ -123,12 +123,17 @@ def _live_status() -> None:
     _render(snapshot)
 
 
-def sidebar_status() -> None:
-    """Render the run's status where it is called (the sidebar does so on every page)."""
+def sidebar_status(*, live: bool = True) -> None:
+    """Render the run's status where it is called (the sidebar does so on every page).
+
+    ``live=False`` draws it once without the refreshing fragment: the training page passes it,
+    because its own live panel already shows the step and loss every second, and a second
+    fragment rerun per second would take time from the training thread (they share the GIL).
+    """
     snapshot = current_run_snapshot()
     if snapshot is None:
         return
-    if snapshot.running:
+    if snapshot.running and live:
         _live_status()
     else:
         _render(snapshot)
