@@ -13,16 +13,16 @@ whole-script rerun in AppTest instead.
 from __future__ import annotations
 
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.server import serving  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("TP_CHROMIUM", "/usr/bin/chromium")
@@ -69,42 +69,15 @@ BROWSER_CHANGES: dict[str, Callable] = {
 TRIVIAL_CHANGE = _click_nth("lang", "[data-testid=stRadioOption]")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def timed_server(script: Path) -> Iterator[tuple[str, Path]]:
     """``(base_url, run_log)`` of ``streamlit run script`` under :mod:`bench.timed_server`."""
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "runs.log"
         log.touch()
-        port = _free_port()
-        proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "bench" / "timed_server.py"), str(log), "--", str(script),
-             "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + START_TIMEOUT_S
-            while True:
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
-                        break
-                except OSError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise RuntimeError(f"{script.name}: the server did not start") from None
-                    time.sleep(0.1)
-            yield f"http://127.0.0.1:{port}", log
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        launcher = (sys.executable, str(ROOT / "bench" / "timed_server.py"), str(log), "--")
+        with serving(script, launcher=launcher, timeout_s=START_TIMEOUT_S) as url:
+            yield url, log
 
 
 def _wait_idle(page) -> None:

@@ -68,8 +68,12 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script: ``python bench/load.py``
+    sys.path.insert(0, str(ROOT))
 
 import websocket  # noqa: E402  (websocket-client, in requirements-dev.txt)
+
+from bench import server as _server  # noqa: E402
 from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
@@ -112,51 +116,15 @@ class SessionError(Exception):
 # ------------------------------------------------------------------ the server
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(*, env: dict[str, str] | None = None, extra_args: tuple[str, ...] = (),
                  log_path: Path | None = None) -> tuple[subprocess.Popen, str]:
-    """``streamlit run app.py`` on 127.0.0.1 and a free port, headless (as tests/e2e/conftest.py does).
-
-    The server gets a process session of its own (``start_new_session``) so that, with Linux's
-    autogroup scheduling, the clients in this process do not take the CPU from it unfairly (in a
-    classroom the browsers run on other computers). Returns the process and its base URL once
-    ``/_stcore/health`` answers.
-    """
-    port = free_port()
-    out = log_path.open("w") if log_path is not None else subprocess.DEVNULL
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", *extra_args],
-        cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}, stdout=out,
-        stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {proc.returncode}" + (f"; see {log_path}" if log_path else ""))
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.2)
-    stop_server(proc)
-    raise RuntimeError(f"streamlit did not become healthy in {SERVER_START_TIMEOUT_S} s")
+    """``streamlit run app.py`` on 127.0.0.1, headless, in a process session of its own
+    (:mod:`bench.server`); the process and its base URL once ``/_stcore/health`` answers."""
+    return _server.start_server("app.py", env=env, extra_args=extra_args, log_path=log_path,
+                                timeout_s=SERVER_START_TIMEOUT_S)
 
 
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+stop_server = _server.stop_server
 
 
 def rss_bytes(pid: int) -> int:

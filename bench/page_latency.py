@@ -24,13 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Callable
 
@@ -156,38 +153,19 @@ def rerun_ratios(runs: int, keys: list[str] | None = None) -> dict[str, dict[str
     return results
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def first_run_seconds(script: Path) -> float:
     """Seconds from ``streamlit run script`` to the end of its first script run."""
     import websocket
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    port = free_port()
+    from bench.server import start_server, stop_server
+
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    proc, url = start_server(script, timeout_s=RUN_TIMEOUT_S)
     try:
-        deadline = start + RUN_TIMEOUT_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
-                    break
-            except OSError:
-                if time.perf_counter() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"{script.name}: server did not start") from None
-                time.sleep(0.05)
-        ws = websocket.create_connection(
-            f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"], timeout=RUN_TIMEOUT_S
-        )
+        ws = websocket.create_connection(url.replace("http", "ws", 1) + "/_stcore/stream",
+                                         subprotocols=["streamlit"], timeout=RUN_TIMEOUT_S)
         request = BackMsg()
         request.rerun_script.query_string = "lang=en"
         request.rerun_script.page_script_hash = ""
@@ -201,12 +179,7 @@ def first_run_seconds(script: Path) -> float:
         ws.close()
         return elapsed
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_server(proc)
 
 
 def cold_start(runs: int) -> dict[str, float]:

@@ -33,16 +33,16 @@ import argparse
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench import server  # noqa: E402
 
 CHROMIUM = os.environ.get("TP_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
@@ -105,41 +105,9 @@ def headless_here(args: argparse.Namespace) -> dict[str, float]:
             "elapsed_s": snap.elapsed_s, "device": str(run.device)}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server() -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {**os.environ, "TP_TRAINING_DEBUG": "1", "TP_TRAINING_MAX_SECONDS": str(TIMEOUT_S)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("streamlit exited early")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                return proc, url
-        except OSError:
-            time.sleep(0.2)
-    stop_server(proc)
-    raise RuntimeError("streamlit did not become healthy")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+    env = {"TP_TRAINING_DEBUG": "1", "TP_TRAINING_MAX_SECONDS": str(TIMEOUT_S)}
+    return server.start_server("app.py", env=env)
 
 
 def page_query(args: argparse.Namespace) -> str:
@@ -232,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             if browser is not None:
                 browser.close()
     finally:
-        stop_server(proc)
+        server.stop_server(proc)
 
     def median(kind: str, key: str) -> float:
         return statistics.median(r[key] for r in runs[kind])

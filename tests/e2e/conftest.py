@@ -27,16 +27,14 @@ skip in tests/e2e) is a failure. ``playwright install`` is never needed. The ser
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
 from playwright.sync_api import expect
+
+from bench import server as bench_server
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -75,45 +73,18 @@ def pytest_runtest_makereport(item, call):
 # ------------------------------------------------------------------ the Streamlit server
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(log_name: str) -> tuple[subprocess.Popen, str]:
-    """Start ``streamlit run app.py`` on a free port; return the process and its base URL once healthy."""
-    port = free_port()
+    """Start ``streamlit run app.py`` on a free port; return the process and its base URL once healthy.
+
+    Its output goes to ``test-artifacts/<log_name>.log``; it runs with ``TP_I18N_STRICT=1`` plus
+    whatever the calling test put in the environment.
+    """
     ARTIFACTS.mkdir(exist_ok=True)
-    log = (ARTIFACTS / f"{log_name}.log").open("w")
-    env = {**os.environ, "TP_I18N_STRICT": "1", "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {proc.returncode}; see {log.name}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.2)
-    stop_server(proc)
-    raise RuntimeError(f"streamlit did not become healthy in {SERVER_START_TIMEOUT_S} s; see {log.name}")
+    return bench_server.start_server("app.py", env={"TP_I18N_STRICT": "1"}, log_path=ARTIFACTS / f"{log_name}.log",
+                                     timeout_s=SERVER_START_TIMEOUT_S, new_session=False)
 
 
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+stop_server = bench_server.stop_server
 
 
 @pytest.fixture(scope="session")
