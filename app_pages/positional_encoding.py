@@ -18,7 +18,7 @@ def t(key: str, /, **fmt) -> str:
     return translate(key, LANG, **fmt)
 
 
-D_MODEL = IntParam("pe_d", default=64, lo=2, hi=256)
+D_MODEL = IntParam("pe_d", default=64, lo=2, hi=256, step=2)  # sin/cos pairs: even sizes only
 POSITIONS = IntParam("pe_len", default=50, lo=2, hi=128)
 BASE = ChoiceParam("pe_base", default="10000", choices=pv.BASES)
 SENTENCE = TextParam("pe_text", default="the cat sat on the mat", max_len=200)
@@ -50,8 +50,6 @@ with c2:
 with c3:
     base_text = st.select_slider(t("positional.table.base"), BASE.choices, key=bind(BASE, key="positional.base"),
                                  format_func=lambda b: f"{int(b):,}", help=t("positional.table.base_help"))
-if d_model % 2:  # a hand-edited URL can ask for an odd size; the table needs sin/cos pairs
-    d_model -= 1
 base = float(base_text)
 
 pairs = d_model // 2

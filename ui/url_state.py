@@ -84,22 +84,25 @@ class Param(Generic[T]):
 
 @dataclass(frozen=True)
 class IntParam(Param[int]):
-    """An integer in ``[lo, hi]``, e.g. ``IntParam("layer", default=0, lo=0, hi=5)``."""
+    """An integer in ``[lo, hi]``, e.g. ``IntParam("layer", default=0, lo=0, hi=5)``; with ``step``,
+    only ``lo + k * step`` (a slider's grid: an even ``d_model`` is ``lo=2, step=2``)."""
 
     lo: int = 0
     hi: int = 100
+    step: int = 1
 
     def parse(self, text: str) -> int:
         try:
             value = int(text.strip(), 10)
         except ValueError:
             raise BadValue(text) from None
-        if not self.lo <= value <= self.hi:
+        if not self.accepts(value):
             raise BadValue(text)
         return value
 
     def accepts(self, value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool) and self.lo <= value <= self.hi
+        return (isinstance(value, int) and not isinstance(value, bool) and self.lo <= value <= self.hi
+                and (value - self.lo) % self.step == 0)
 
 
 @dataclass(frozen=True)

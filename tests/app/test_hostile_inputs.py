@@ -123,7 +123,7 @@ SETTINGS = [
                                                hi=len(at.select_slider(key="masks.query").options) - 1)),
     )),
     Settings("positional", "app_pages/positional_encoding.py", (
-        MODEL, IntParam("pe_d", 64, lo=2, hi=256), IntParam("pe_len", 50, lo=2, hi=128),
+        MODEL, IntParam("pe_d", 64, lo=2, hi=256, step=2), IntParam("pe_len", 50, lo=2, hi=128),
         ChoiceParam("pe_base", "10000", choices=pv.BASES), IntParam("pe_pair", 0, lo=0, hi=31),
         BoolParam("pe_on", False), IntParam("pe_shuffle", 0, lo=0, hi=999),
     )),

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from ui.url_state import markdown_literal
 from streamlit.testing.v1 import AppTest
 
 from tests.app import apptest_helpers as helpers
@@ -127,9 +129,13 @@ def test_bad_url_values_fall_back_with_a_notice(app):
     assert len(at.toast) == 2
 
 
-def test_odd_d_model_from_the_url_is_made_even(app):
+def test_odd_d_model_from_the_url_falls_back_with_a_notice(app):
+    """sin/cos come in pairs: an odd size in a hand-edited link is refused, and the slider and
+    the table agree on what is shown instead."""
     at = open_positional(app, pe_d="9")
-    assert table_z(at).shape == (50, 8)
+    assert at.slider(key="positional.d_model").value == 64
+    assert table_z(at).shape == (50, 64)
+    assert len(at.toast) == 1 and markdown_literal("pe_d") in at.toast[0].value, [x.value for x in at.toast]
 
 
 # ------------------------------------------------------------------ order blindness and RoPE
