@@ -9,12 +9,10 @@ others move through the pages; every session changes each page's view widget and
 """
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from bench import load
+from tests.e2e import conftest as _conftest  # the server starter and timeouts of the browser tests
 
 pytestmark = pytest.mark.e2e
 
@@ -24,14 +22,6 @@ TRAINERS = 2
 TRAIN_STEPS = 30
 
 
-def _load_conftest():
-    spec = importlib.util.spec_from_file_location("_load_e2e_conftest", Path(__file__).with_name("conftest.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_conftest = _load_conftest()
 
 
 @pytest.fixture(scope="module")

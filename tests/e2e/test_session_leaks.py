@@ -21,15 +21,14 @@ closes one last short session after the TTL so that the expired ones are dropped
 """
 from __future__ import annotations
 
-import importlib.util
 import random
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from bench import load
+from tests.e2e import conftest as _conftest  # the server starter and timeouts of the browser tests
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -52,14 +51,6 @@ TRAIN_STEPS = 20_000  # far more than a session lives: every run is stopped mid-
 CLEANUP_WAIT_S = 90
 
 
-def _load_conftest():
-    spec = importlib.util.spec_from_file_location("_leaks_e2e_conftest", Path(__file__).with_name("conftest.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_conftest = _load_conftest()
 
 
 @pytest.fixture(scope="module")

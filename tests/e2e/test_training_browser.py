@@ -6,12 +6,12 @@ prints how many training threads are alive in the server process (``training-thr
 """
 from __future__ import annotations
 
-import importlib.util
 import re
 import time
-from pathlib import Path
 
 import pytest
+
+from tests.e2e import conftest as _conftest  # the server starter and timeouts of the browser tests
 from playwright.sync_api import expect
 
 from ui.i18n import translate
@@ -24,14 +24,6 @@ THREADS = re.compile(r"training-threads-alive: (\d+)")
 MS = 1000
 
 
-def _load_conftest():
-    spec = importlib.util.spec_from_file_location("_training_e2e_conftest", Path(__file__).with_name("conftest.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_conftest = _load_conftest()
 
 
 @pytest.fixture(scope="module")
