@@ -9,8 +9,7 @@ from ui.head_view import build_head_view_figure
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
-from ui.text_input import MAX_CHARS, prepare_sentence
-from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind, markdown_literal
+from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal
 
 SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
 SECTION = ChoiceParam("att_view", "overview", choices=SECTIONS)
@@ -18,12 +17,6 @@ KIND = ChoiceParam("att_kind", "encoder", choices=av.KINDS)
 SCALE = BoolParam("att_scale", True)
 ALL_HEADS = BoolParam("att_all", True)
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
-
-
-def show_notices(prepared) -> None:
-    for notice in prepared.notices:
-        values = {k: markdown_literal(str(v), limit=80) for k, v in notice.values.items()}
-        st.warning(t(notice.key, **values), icon=":material/warning:")
 
 
 def csv_button(label_key: str, make_csv, file_name: str, key: str) -> None:
@@ -195,18 +188,9 @@ def ablation(ckpt, key, source: str, base) -> None:
 
 def explorer(ckpt) -> None:
     key = av.model_key(ckpt)
-    cfg = ckpt.model.config
-    example = av.task_example(ckpt)
-    av.follow_example("attention.text", example)
-    text = st.text_input(t("attention.input_label"), key=bind(TextParam("att_text", example, max_len=200),
-                                                                key="attention.text"),
-                         max_chars=200, help=t("attention.input_help", example=example))
-    av.remember_text("attention.text", text)
-    prepared = prepare_sentence(text, ckpt.tokenizer, max_chars=min(MAX_CHARS, cfg.max_len))
-    show_notices(prepared)
-    if not prepared.sentences:
+    source = av.sentence_input(ckpt, "attention.text", "att_text")
+    if source is None:
         return
-    source = prepared.sentences[0]
     base = av.cached_view(ckpt, key, source)
     expected = av.task_target(ckpt, source)
     answer_col, check_col = st.columns([3, 2])

@@ -4,6 +4,7 @@ import streamlit as st
 
 from ui import attention_view as av
 from ui import decoding_view as dv
+from ui import tokens_view as tv
 from ui.figure_cache import cached_figure
 from ui.i18n import t
 from ui.models import selected_model
@@ -20,12 +21,6 @@ TOP_K = ChoiceParam("dec_topk", "all", choices=dv.TOP_K_CHOICES)
 SEED = IntParam("dec_seed", 0, lo=0, hi=9999)
 STEP_KEY = "decoding.step"
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
-
-
-def show_notices(prepared) -> None:
-    for notice in prepared.notices:
-        values = {k: markdown_literal(str(v), limit=80) for k, v in notice.values.items()}
-        st.warning(t(notice.key, **values), icon=":material/warning:")
 
 
 def beam_slider() -> int:
@@ -172,7 +167,7 @@ def forcing(ckpt, key, source: str) -> None:
                               key=bind(TextParam("dec_target", "", max_len=200), key="decoding.target"))
         prepared = prepare_sentence(typed, ckpt.tokenizer,
                                     max_chars=min(MAX_CHARS, ckpt.model.config.max_len - 1))
-        show_notices(prepared)
+        tv.show_notices(prepared)
         if not prepared.sentences:
             return
         target = prepared.sentences[0]
@@ -203,17 +198,9 @@ def forcing(ckpt, key, source: str) -> None:
 
 def decoder_page(ckpt) -> None:
     key = av.model_key(ckpt)
-    example = av.task_example(ckpt)
-    av.follow_example("decoding.text", example)
-    text = st.text_input(t("decoding.input_label"), key=bind(TextParam("dec_text", example, max_len=200),
-                                                               key="decoding.text"),
-                         max_chars=200, help=t("decoding.input_help", example=example))
-    av.remember_text("decoding.text", text)
-    prepared = prepare_sentence(text, ckpt.tokenizer, max_chars=min(MAX_CHARS, ckpt.model.config.max_len))
-    show_notices(prepared)
-    if not prepared.sentences:
+    source = av.sentence_input(ckpt, "decoding.text", "dec_text")
+    if source is None:
         return
-    source = prepared.sentences[0]
     section = st.segmented_control(t("decoding.section_label"), SECTIONS, required=True,
                                    format_func=lambda s: t(f"decoding.section.{s}"),
                                    key=bind(SECTION, key="decoding.section"))

@@ -3,20 +3,12 @@ import streamlit as st
 
 from ui import masks_view as mv
 from ui import tokens_view as tv
-from ui.i18n import current_lang, translate
+from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import link, tour_links
 from ui.text_input import MAX_LINES, prepare_sentences
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind
-
-LANG = current_lang()
-
-
-def t(key: str, /, **fmt) -> str:
-    """``ui.i18n.t`` with this run's language looked up once (it reads the session on every call)."""
-    return translate(key, LANG, **fmt)
-
 
 PADDING = BoolParam("mask_pad", default=True)
 LOOK_AHEAD = BoolParam("mask_ahead", default=True)
@@ -45,8 +37,7 @@ limit = tv.char_limit(ckpt)
 raw = tv.batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"),
                      "masks")
 prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
-for notice in prepared.notices:
-    st.warning(t(notice.key, **tv.markdown_safe(notice.values)), icon=":material/warning:")
+tv.show_notices(prepared)
 
 if prepared.sentences:
     batch = tv.cached_batch(tuple(prepared.sentences), tokenizer, task_name)

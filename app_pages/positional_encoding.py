@@ -4,19 +4,11 @@ import streamlit as st
 
 from ui import positional_view as pv
 from ui import tokens_view as tv
-from ui.i18n import current_lang, translate
+from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
 from ui.text_input import prepare_sentence
 from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind
-
-LANG = current_lang()
-
-
-def t(key: str, /, **fmt) -> str:
-    """``ui.i18n.t`` with this run's language looked up once (it reads the session on every call)."""
-    return translate(key, LANG, **fmt)
-
 
 D_MODEL = IntParam("pe_d", default=64, lo=2, hi=256, step=2)  # sin/cos pairs: even sizes only
 POSITIONS = IntParam("pe_len", default=50, lo=2, hi=128)
@@ -122,8 +114,7 @@ if ckpt is not None:
         st.button(t("positional.blind.shuffle"), icon=":material/shuffle:", on_click=reshuffle,
                   key="positional.shuffle_button")
     prepared = prepare_sentence(raw, ckpt.tokenizer, max_chars=tv.char_limit(ckpt))
-    for notice in prepared.notices:
-        st.warning(t(notice.key, **tv.markdown_safe(notice.values)), icon=":material/warning:")
+    tv.show_notices(prepared)
     if prepared.sentences:
         sentence = prepared.sentences[0]
         seed = st.session_state["positional.shuffle"]

@@ -2,19 +2,11 @@
 import streamlit as st
 
 from ui import tokens_view as tv
-from ui.i18n import current_lang, translate
+from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
 from ui.text_input import MAX_LINES, prepare_sentences
 from ui.url_state import ChoiceParam, bind, markdown_literal
-
-LANG = current_lang()
-
-
-def t(key: str, /, **fmt) -> str:
-    """``ui.i18n.t`` with this run's language looked up once (it reads the session on every call)."""
-    return translate(key, LANG, **fmt)
-
 
 SIDE = ChoiceParam("tok_side", default="source", choices=tv.SIDES)
 
@@ -36,8 +28,7 @@ st.subheader(t("tokens.batch.heading"))
 raw = tv.batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"),
                      "tokens")
 prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
-for notice in prepared.notices:
-    st.warning(t(notice.key, **tv.markdown_safe(notice.values)), icon=":material/warning:")
+tv.show_notices(prepared)
 
 if prepared.sentences:
     sentences = tuple(prepared.sentences)

@@ -20,7 +20,10 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from ui.charts import axis_labels, heatmap, token_label
-from ui.url_state import BadValue, Param
+from ui.i18n import t
+from ui.text_input import MAX_CHARS, prepare_sentence
+from ui.tokens_view import show_notices
+from ui.url_state import BadValue, Param, TextParam, bind
 
 KINDS: tuple[str, ...] = ("encoder", "decoder", "cross")
 KIND_CODES: dict[str, str] = {"encoder": "enc", "decoder": "dec", "cross": "cross"}  # short, for URLs
@@ -80,6 +83,25 @@ def follow_example(text_key: str, example: str) -> None:
 def remember_text(text_key: str, text: str) -> None:
     """After the text box: note what it showed, for :func:`follow_example` on a later run."""
     st.session_state[f"{text_key}._last"] = text
+
+
+def sentence_input(ckpt, text_key: str, url_name: str) -> str | None:
+    """The sentence box of the attention and decoding pages: the model's example by default (and
+    again when another model is picked), bound to ``?<url_name>=``, cut to what the model takes,
+    with its notices shown. Returns the sentence, or None when there is nothing to run.
+
+    Its label and help are ``<page>.input_label`` / ``<page>.input_help``, ``<page>`` being the
+    first part of ``text_key`` (e.g. ``"attention.text"``).
+    """
+    page = text_key.split(".")[0]
+    example = task_example(ckpt)
+    follow_example(text_key, example)
+    text = st.text_input(t(f"{page}.input_label"), key=bind(TextParam(url_name, example, max_len=200), key=text_key),
+                         max_chars=200, help=t(f"{page}.input_help", example=example))
+    remember_text(text_key, text)
+    prepared = prepare_sentence(text, ckpt.tokenizer, max_chars=min(MAX_CHARS, ckpt.model.config.max_len))
+    show_notices(prepared)
+    return prepared.sentences[0] if prepared.sentences else None
 
 
 # ------------------------------------------------------------------ forward passes, cached

@@ -68,13 +68,10 @@ def attention_view(
     """
     tok, model = ckpt.tokenizer, ckpt.model
     limit = model.config.max_len
-    opts = ForwardOptions(use_padding_mask=use_padding_mask, use_look_ahead_mask=use_look_ahead_mask,
-                          use_positional_encoding=use_positional_encoding, scale_scores=scale_scores,
-                          need_weights=True, need_details=need_details, ablate_heads=tuple(ablate_heads))
     src_ids = tok.encode(source)[:limit]
     if pad_source_to is not None and pad_source_to > len(src_ids):
         src_ids = src_ids + [tok.pad_id] * (min(pad_source_to, limit) - len(src_ids))
-    answer = greedy_answer(ckpt, source, ForwardOptions(
+    answer = greedy_answer(ckpt, source, ForwardOptions(  # the answer needs no attention maps: fast path
         use_padding_mask=use_padding_mask, use_look_ahead_mask=use_look_ahead_mask,
         use_positional_encoding=use_positional_encoding, scale_scores=scale_scores,
         need_weights=False, ablate_heads=tuple(ablate_heads)))

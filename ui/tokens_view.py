@@ -20,6 +20,7 @@ from model.tasks import DEFAULT_ALPHABET, get_task
 from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, CharTokenizer
 from ui.charts import VISIBLE_SPACE, token_label
 from ui.frozen_figure import freeze
+from ui.i18n import t
 from ui.lean_charts import value_heatmap
 from ui.text_input import MAX_CHARS
 from ui.url_state import IntParam, TextParam, bind, markdown_literal
@@ -157,6 +158,12 @@ def char_limit(ckpt) -> int:
 def markdown_safe(values: dict) -> dict:
     """Format values for a catalog text shown as Markdown: user text escaped, numbers untouched."""
     return {k: markdown_literal(v, 80) if isinstance(v, str) else v for k, v in values.items()}
+
+
+def show_notices(prepared) -> None:
+    """One warning per notice of a :class:`ui.text_input.PreparedText` (every page's text boxes)."""
+    for notice in prepared.notices:
+        st.warning(t(notice.key, **markdown_safe(notice.values)), icon=":material/warning:")
 
 
 @functools.lru_cache(maxsize=1)
