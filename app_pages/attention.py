@@ -4,7 +4,6 @@ import streamlit as st
 
 from ui import attention_view as av
 from ui.figure_cache import cached_figure
-from ui.frozen_figure import with_shapes
 from ui.head_view import build_head_view_figure
 from ui.i18n import t
 from ui.models import selected_model
@@ -39,24 +38,30 @@ def weight_hover() -> str:
     return f"{t('attention.query')} %{{y}} → {t('attention.key')} %{{x}}: %{{z:.3f}}"
 
 
-def overview(view, kind: str, layer: int, head: int) -> None:
+def overview_grid(view, kind: str) -> None:
+    """Every head as a small map (outside the head fragment: picking a head does not re-send it)."""
     maps = av.attention_maps(view, kind)
     queries, keys = av.query_key_tokens(view, kind)
     L, H = maps.shape[:2]
     titles = tuple(t("attention.grid.subplot", layer=l, head=h) for l in range(1, L + 1) for h in range(1, H + 1))
     hover = (f"{t('attention.grid.subplot', layer='{layer}', head='{head}')}<br>{t('attention.query')} "
              f"%{{customdata[0]}} → {t('attention.key')} %{{customdata[1]}}: %{{customdata[2]:.3f}}")
-    st.caption(t("attention.grid.caption"))
+    st.caption(t("attention.grid.caption") + " " + t(f"attention.zoom.reading_{kind}"))
     grid = cached_figure(av.build_grid_figure, maps, queries, keys, titles=titles, hover=hover)
-    st.plotly_chart(with_shapes(grid, [av.grid_frame(H, layer, head)]), key="attention.grid",
-                    on_select=pick_from_grid, selection_mode="points", config=PLOT_CONFIG)
+    st.plotly_chart(grid, key="attention.grid", on_select=pick_from_grid, selection_mode="points",
+                    config=PLOT_CONFIG)
+
+
+def overview(view, kind: str, layer: int, head: int) -> None:
+    """The chosen head, large, and its CSV."""
+    maps = av.attention_maps(view, kind)
+    queries, keys = av.query_key_tokens(view, kind)
     weights = maps[layer - 1, head - 1]
     title = t("attention.zoom.title", kind=t(f"attention.kind.{kind}"), layer=layer, head=head)
     zoom = cached_figure(av.build_zoom_figure, weights, queries, keys,
                          blocked=av.blocked_cells(kind, len(queries), len(keys)), title=title,
                          x_title=t("attention.key_axis"), y_title=t("attention.query_axis"), hover=weight_hover())
     st.plotly_chart(zoom, key="attention.zoom", config=PLOT_CONFIG)
-    st.caption(t(f"attention.zoom.reading_{kind}"))
     csv_button("attention.export", lambda: av.attention_csv(weights, queries, keys),
                f"attention_{kind}_L{layer}_H{head}.csv", "attention.export_zoom")
 
@@ -219,20 +224,20 @@ def explorer(ckpt) -> None:
     if section == "stats":
         statistics(base, kind)
         return
+    if section == "overview":
+        overview_grid(base, kind)
     one_head(ckpt, key, source, base, section, kind)
 
 
 @st.fragment
 def one_head(ckpt, key, source: str, base, section: str, kind: str) -> None:
-    """Layer and head, and the section that shows them. A fragment: picking another head reruns only this."""
+    """Layer and head, and the section that shows them. A fragment: picking another head reruns only
+    this, so it draws as few elements as it can (each costs the server a message)."""
     cfg = ckpt.model.config
-    layer_col, head_col = st.columns(2)
-    with layer_col:
-        layer = st.segmented_control(t("attention.layer"), list(range(1, cfg.n_layers + 1)), required=True,
-                                     key=bind(IntParam("att_layer", 1, lo=1, hi=cfg.n_layers), key="attention.layer"))
-    with head_col:
-        head = st.segmented_control(t("attention.head"), list(range(1, cfg.n_heads + 1)), required=True,
-                                    key=bind(IntParam("att_head", 1, lo=1, hi=cfg.n_heads), key="attention.head"))
+    layer = st.segmented_control(t("attention.layer"), list(range(1, cfg.n_layers + 1)), required=True,
+                                 key=bind(IntParam("att_layer", 1, lo=1, hi=cfg.n_layers), key="attention.layer"))
+    head = st.segmented_control(t("attention.head"), list(range(1, cfg.n_heads + 1)), required=True,
+                                key=bind(IntParam("att_head", 1, lo=1, hi=cfg.n_heads), key="attention.head"))
     if section == "overview":
         overview(base, kind, layer, head)
     elif section == "heads":

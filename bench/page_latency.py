@@ -205,12 +205,17 @@ def main() -> None:
                         help="server: a browser changes the widget on a real server, whose script runs "
                              "are timed (fragments rerun alone, as for a visitor; the `ratio`); apptest: "
                              "the whole script rerun in AppTest; both: the two, `ratio` from server")
+    parser.add_argument("--client", choices=("websocket", "browser"), default="websocket",
+                        help="server mode: who makes the change (websocket: bench/ws_rerun.py, a client "
+                             "that draws nothing, as when the browsers are on other computers; browser: "
+                             "a chromium tab on this machine, bench/browser_rerun.py)")
     parser.add_argument("--pages", nargs="*", help="only these page keys")
     args = parser.parse_args()
     os.chdir(ROOT)
 
     keys = [s.key for s in TOUR if not args.pages or s.key in args.pages]
-    result: dict[str, object] = {"ratio_target": 2.0, "cold_start_target": 1.2, "mode": args.mode}
+    result: dict[str, object] = {"ratio_target": 2.0, "cold_start_target": 1.2, "mode": args.mode,
+                                 "client": args.client}
     if args.mode in ("apptest", "both"):
         pages = rerun_ratios(args.runs, keys)
         measured = [k for k in pages if "ratio" in pages[k]]
@@ -221,7 +226,10 @@ def main() -> None:
         result.update(ratio=pages[worst]["ratio"], worst_page=worst, pages=pages,
                       failed_pages=[k for k in pages if k not in measured])
     if args.mode in ("server", "both"):
-        from bench.browser_rerun import rerun_ratios as server_rerun_ratios
+        if args.client == "browser":
+            from bench.browser_rerun import rerun_ratios as server_rerun_ratios
+        else:
+            from bench.ws_rerun import rerun_ratios as server_rerun_ratios
 
         paths = {s.key: f"{s.url_path}?lang=en" for s in TOUR if s.key in keys}
         pages = server_rerun_ratios(args.runs, paths)

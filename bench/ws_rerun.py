@@ -1,0 +1,124 @@
+"""Server-side time of the rerun a widget change causes, on a real server, asked by a websocket client.
+
+The same measure as :mod:`bench.browser_rerun` (the server runs under :mod:`bench.timed_server`,
+which logs the duration of every script run; a widget inside an ``st.fragment`` reruns only its
+fragment), but the change is sent by :class:`bench.load.Session`, which speaks Streamlit's
+websocket protocol the way a browser does and draws nothing. On this 2-core machine a chromium
+tab that renders every chart while the server is still running the script takes CPU from the
+server and counts in its time; in a classroom the browsers are on other computers. So this is
+the default client of ``bench/page_latency.py``; ``--client browser`` measures with chromium.
+
+As in the browser mode, the widget flips between the value the page drew and the next one (next
+option, one slider step, the other boolean), so every change asks for the other view and both
+views are warm after the first two changes (a view nobody has asked for yet costs more: its
+figures are built then, once per process). The reference is the same kind of change on a
+one-widget script served the same way, measured alternately in the same run.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.browser_rerun import TRIVIAL_SCRIPT, _runs, timed_server  # noqa: E402
+from bench.load import Session, WidgetState, another_value  # noqa: E402
+
+# The view-defining widget each page's benchmark changes (the same as the browser mode's).
+WIDGET_KEYS: dict[str, str] = {
+    "home": "lang",
+    "tokens": "tokens.side",
+    "masks": "masks.padding",
+    "positional": "positional.pair",
+    "attention": "attention.head",
+    "decoding": "decoding.step",
+    "training": "training.warmup",
+}
+SETTLE_S = 0.15  # a run the first one triggers (st.rerun) lands in the log within this
+
+
+def drawn_state(session: Session, key: str) -> WidgetState:
+    """The WidgetState of widget ``key`` at the value the page drew it with."""
+    widget = session.widgets[key]
+    el, state = widget.element, WidgetState(id=widget.id)
+    if widget.type in ("radio", "selectbox"):
+        state.string_value = el.raw_value or list(el.options)[el.default]
+    elif widget.type == "button_group":
+        state.string_array_value.data.extend(list(el.raw_values) or [el.options[i].content for i in el.default])
+    elif widget.type == "checkbox":
+        state.bool_value = el.value if el.set_value else el.default
+    elif widget.type == "slider":
+        state.double_array_value.data.extend(list(el.value) if el.set_value else list(el.default))
+    else:
+        raise RuntimeError(f"cannot flip a {widget.type} widget ({key})")
+    return state
+
+
+def flip(session: Session, key: str, states: list[WidgetState], i: int) -> None:
+    """Change ``key`` to ``states[(i + 1) % 2]``: the other of its two benchmark values."""
+    widget = session.widgets[key]
+    state = states[(i + 1) % 2]
+    session.rerun("widget", extra=state, fragment_id=widget.fragment_id)
+
+
+def two_states(session: Session, key: str) -> list[WidgetState]:
+    """``[drawn value, next value]`` of widget ``key``."""
+    drawn = drawn_state(session, key)
+    return [drawn, another_value(session.widgets[key], drawn)]
+
+
+def _change_and_time(session: Session, log: Path, key: str, states: list[WidgetState],
+                     i: int) -> tuple[float, str]:
+    before = len(_runs(log))
+    flip(session, key, states, i)
+    time.sleep(SETTLE_S)
+    session._settle(session.request_timeout)
+    runs = _runs(log)[before:]
+    if not runs:
+        raise RuntimeError(f"changing {key!r} caused no script run")
+    return sum(s for s, _ in runs), ",".join(sorted({k for _, k in runs}))
+
+
+def rerun_ratios(runs: int, pages: dict[str, str]) -> dict[str, dict]:
+    """Per page key (``{key: url path with query}``): medians of page and reference reruns."""
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        trivial = Path(tmp) / "trivial_app.py"
+        trivial.write_text(TRIVIAL_SCRIPT)
+        with timed_server(Path(__file__).resolve().parents[1] / "app.py") as (app_url, app_log), \
+                timed_server(trivial) as (ref_url, ref_log):
+            reference = Session(ref_url, name="reference").connect()
+            reference.open("", "lang=en")
+            ref_states = two_states(reference, "lang")
+            for key, path in pages.items():
+                widget = WIDGET_KEYS[key]
+                page_path, _, query = path.partition("?")
+                session = Session(app_url, name=key).connect()
+                try:
+                    session.open(page_path, query)
+                    time.sleep(1.0)  # the first run's follow-ups and the background warm-up
+                    states = two_states(session, widget)
+                    for i in range(3):  # warm both sides
+                        _change_and_time(session, app_log, widget, states, i)
+                        _change_and_time(reference, ref_log, "lang", ref_states, i)
+                    page_s, ref_s, kinds = [], [], set()
+                    for i in range(3, 3 + runs):  # i carries on, so every change flips the widget
+                        seconds, kind = _change_and_time(session, app_log, widget, states, i)
+                        page_s.append(seconds)
+                        kinds.add(kind)
+                        ref_s.append(_change_and_time(reference, ref_log, "lang", ref_states, i)[0])
+                except Exception as exc:  # a broken page is reported; the others are still measured
+                    print(f"{key:<12} FAILED: {exc}", flush=True)
+                    results[key] = {"error": str(exc)[:300]}
+                    continue
+                finally:
+                    session.close()
+                page_ms, ref_ms = statistics.median(page_s) * 1e3, statistics.median(ref_s) * 1e3
+                results[key] = {"ms": round(page_ms, 2), "trivial_ms": round(ref_ms, 2),
+                                "ratio": round(page_ms / ref_ms, 3), "run": "+".join(sorted(kinds))}
+                print(f"{key:<12} server rerun {page_ms:6.1f} ms vs {ref_ms:5.1f} ms = {page_ms / ref_ms:4.2f}x"
+                      f"   ({'+'.join(sorted(kinds))} run, websocket client)", flush=True)
+            reference.close()
+    return results
