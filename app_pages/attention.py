@@ -50,10 +50,12 @@ def overview_grid(view, kind: str) -> None:
     grid = cached_figure(av.build_grid_figure, maps, queries, keys, titles=titles, hover=hover)
     st.plotly_chart(grid, key="attention.grid", on_select=pick_from_grid, selection_mode="points",
                     config=PLOT_CONFIG)
+    csv_button("attention.export_all", lambda: av.every_head_csv(maps, queries, keys),
+               f"attention_{kind}_every_head.csv", "attention.export_grid")
 
 
 def overview(view, kind: str, layer: int, head: int) -> None:
-    """The chosen head, large, and its CSV."""
+    """The chosen head, large (its numbers are in the grid's CSV, above)."""
     maps = av.attention_maps(view, kind)
     queries, keys = av.query_key_tokens(view, kind)
     weights = maps[layer - 1, head - 1]
@@ -62,8 +64,6 @@ def overview(view, kind: str, layer: int, head: int) -> None:
                          blocked=av.blocked_cells(kind, len(queries), len(keys)), title=title,
                          x_title=t("attention.key_axis"), y_title=t("attention.query_axis"), hover=weight_hover())
     st.plotly_chart(zoom, key="attention.zoom", config=PLOT_CONFIG)
-    csv_button("attention.export", lambda: av.attention_csv(weights, queries, keys),
-               f"attention_{kind}_L{layer}_H{head}.csv", "attention.export_zoom")
 
 
 def head_view(view, kind: str, layer: int, head: int) -> None:

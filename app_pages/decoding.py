@@ -6,6 +6,7 @@ from ui import attention_view as av
 from ui import decoding_view as dv
 from ui import tokens_view as tv
 from ui.figure_cache import cached_figure
+from ui.figure_grid import combine
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
@@ -62,12 +63,23 @@ def step_by_step(ckpt, key, source: str) -> None:
         trace = run(ckpt, key, source, "sample", temperature=temperature, top_k=top_k, seed=seed)
     else:
         trace = run(ckpt, key, source, "greedy")
-    step_view(ckpt.model.config, trace, strategy)
+    cfg = ckpt.model.config
+    with st.container(horizontal=True, gap="large"):
+        layer = st.segmented_control(t("decoding.layer"), list(range(1, cfg.n_layers + 1)), required=True,
+                                     key=bind(IntParam("dec_layer", 1, lo=1, hi=cfg.n_layers), key="decoding.layer"))
+        head = st.segmented_control(t("decoding.head"), list(range(1, cfg.n_heads + 1)), required=True,
+                                    key=bind(IntParam("dec_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
+    step_view(cfg, trace, strategy, layer, head)
+    st.caption(" ".join((t("decoding.steps.triangle_caption"),
+                         t("decoding.steps.topk_caption", k=len(trace.steps[0].top_tokens)),
+                         t("decoding.steps.cross_caption"))))
 
 
 @st.fragment
-def step_view(cfg, trace: "dv.DecodeTrace", strategy: str) -> None:
-    """One step of ``trace``. A fragment: moving through the steps reruns only this part of the page."""
+def step_view(cfg, trace: "dv.DecodeTrace", strategy: str, layer: int, head: int) -> None:
+    """One step of ``trace``. A fragment: moving through the steps reruns only this part of the page,
+    and it draws as few elements as it can (each costs the server a message): the step's three
+    pictures are one figure."""
     n = len(trace.steps)
     if STEP_KEY in st.session_state and st.session_state[STEP_KEY] > n:
         st.session_state[STEP_KEY] = n
@@ -82,49 +94,50 @@ def step_view(cfg, trace: "dv.DecodeTrace", strategy: str) -> None:
         step = 1
     current = trace.steps[step - 1]
     prefix = " ".join(dv.visible(tok) for tok in current.prefix)
+    written = "".join(tok for tok in dv.generated_tokens(trace, step) if tok != dv.EOS)
     st.markdown(t("decoding.steps.status", step=step, n=n, prefix=markdown_literal(prefix, limit=200),
-                  chosen=markdown_literal(dv.visible(current.chosen)), p=f"{current.chosen_prob:.3f}"))
-    written = dv.generated_tokens(trace, step)
+                  chosen=markdown_literal(dv.visible(current.chosen)), p=f"{current.chosen_prob:.3f}")
+                + f"  \n{t('decoding.steps.written')}: **{markdown_literal(written, limit=200) or '∅'}**")
     if current.chosen == dv.EOS:
         st.success(t("decoding.steps.done", output=markdown_literal(trace.output, limit=80)),
                    icon=":material/flag:")
     elif step == n and not trace.finished:
         st.warning(t("decoding.steps.limit", limit=trace.max_len), icon=":material/block:")
-    st.caption(t("decoding.steps.written"))
-    st.code("".join(tok for tok in written if tok != dv.EOS) or " ", language=None)
+    st.plotly_chart(cached_figure(step_figure, current, len(trace.steps[-1].prefix), trace.src_tokens,
+                                  layer, head, cfg.n_heads, step_texts()),
+                    key="decoding.step_figure", config=PLOT_CONFIG)
+    if strategy == "beam" and trace.beams and step <= len(trace.beams):
+        st.dataframe(dv.beams_table(trace, beam_columns(), step), hide_index=True, width="stretch")
 
-    layer_col, head_col = st.columns(2)
-    with layer_col:
-        layer = st.segmented_control(t("decoding.layer"), list(range(1, cfg.n_layers + 1)), required=True,
-                                     key=bind(IntParam("dec_layer", 1, lo=1, hi=cfg.n_layers), key="decoding.layer"))
-    with head_col:
-        head = st.segmented_control(t("decoding.head"), list(range(1, cfg.n_heads + 1)), required=True,
-                                    key=bind(IntParam("dec_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
-    left, right = st.columns([3, 2])
-    hover = f"{t('decoding.query')} %{{y}} → {t('decoding.key')} %{{x}}: %{{z:.3f}}"
-    with left:
-        final_length = len(trace.steps[-1].prefix)
-        triangle = cached_figure(dv.build_triangle_figure, current.decoder_attention[layer - 1, head - 1],
-                                 current.prefix, final_length,
-                                 title=t("decoding.steps.triangle", layer=layer, head=head),
-                                 x_title=t("decoding.key_axis"), y_title=t("decoding.query_axis"), hover=hover)
-        st.plotly_chart(triangle, key="decoding.triangle", config=PLOT_CONFIG)
-        st.caption(t("decoding.steps.triangle_caption"))
-    with right:
-        names = (t("decoding.steps.model_probs"), t("decoding.steps.sampled_probs"))
-        topk = cached_figure(dv.build_topk_figure, current.top_tokens, current.top_probs, current.chosen,
-                             sampling=current.sampling_probs, names=names, x_title=t("decoding.probability"),
-                             hover="%{customdata}: %{x:.3f}")
-        st.plotly_chart(topk, key="decoding.topk", config=PLOT_CONFIG)
-        st.caption(t("decoding.steps.topk_caption", k=len(current.top_tokens)))
-        if strategy == "beam" and trace.beams and step <= len(trace.beams):
-            st.dataframe(dv.beams_table(trace, beam_columns(), step), hide_index=True, width="stretch")
-    labels = tuple(t("decoding.head_label", head=h) for h in range(1, cfg.n_heads + 1))
-    cross = cached_figure(dv.build_cross_figure, current.cross_attention[layer - 1], trace.src_tokens, labels,
-                          title=t("decoding.steps.cross", layer=layer), x_title=t("decoding.source_axis"),
-                          hover="%{y} → %{x}: %{z:.3f}")
-    st.plotly_chart(cross, key="decoding.cross", config=PLOT_CONFIG)
-    st.caption(t("decoding.steps.cross_caption"))
+
+def step_texts() -> dict[str, str]:
+    """The step figure's words in this run's language (templates keep their {layer}/{head} fields)."""
+    texts = {name: t(f"decoding.{name}") for name in ("query", "key", "key_axis", "query_axis", "probability",
+                                                       "source_axis")}
+    texts.update({name: t(f"decoding.steps.{name}", layer="{layer}", head="{head}")
+                  for name in ("triangle", "cross", "model_probs", "sampled_probs", "topk")})
+    texts["head_label"] = t("decoding.head_label", head="{head}")
+    return texts
+
+
+def step_figure(current: "dv.StepView", final_length: int, src_tokens, layer: int, head: int, n_heads: int,
+                texts: dict) -> "go.Figure":
+    """The step's decoder self-attention triangle and next-token bars side by side, its cross-attention below."""
+    hover = f"{texts['query']} %{{y}} → {texts['key']} %{{x}}: %{{z:.3f}}"
+    triangle = dv.build_triangle_figure(current.decoder_attention[layer - 1, head - 1], current.prefix, final_length,
+                                        title=texts["triangle"].format(layer=layer, head=head),
+                                        x_title=texts["key_axis"], y_title=texts["query_axis"], hover=hover)
+    topk = dv.build_topk_figure(current.top_tokens, current.top_probs, current.chosen,
+                                sampling=current.sampling_probs, names=(texts["model_probs"], texts["sampled_probs"]),
+                                x_title=texts["probability"], hover="%{customdata}: %{x:.3f}")
+    topk.update_layout(title=texts["topk"])
+    triangle.update_traces(showscale=False, selector=dict(type="heatmap"))  # the cross-attention's scale is the same 0..1
+    labels = tuple(texts["head_label"].format(head=h) for h in range(1, n_heads + 1))
+    cross = dv.build_cross_figure(current.cross_attention[layer - 1], src_tokens, labels,
+                                  title=texts["cross"].format(layer=layer), x_title=texts["source_axis"],
+                                  hover="%{y} → %{x}: %{z:.3f}")
+    return combine([[triangle, topk], [cross]], widths=[[3, 2], [1]],
+                   legend=dict(orientation="h", x=1, xanchor="right", y=1, yanchor="bottom"))
 
 
 def beam_columns() -> dict[str, str]:

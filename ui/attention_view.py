@@ -312,6 +312,15 @@ def long_attention_csv(maps: np.ndarray, query_tokens: Sequence[str], key_tokens
     return frame.to_csv(index=False)
 
 
+def every_head_csv(maps: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str]) -> str:
+    """Weights of every head of every layer, ``maps`` (L, H, T_q, T_k), in the long format of
+    :func:`long_attention_csv` (one line per layer, head, query and key)."""
+    heads = range(1, maps.shape[1] + 1)
+    parts = [long_attention_csv(maps[layer - 1], query_tokens, key_tokens, heads, layer)
+             for layer in range(1, maps.shape[0] + 1)]
+    return parts[0] + "".join(part.split("\n", 1)[1] for part in parts[1:])
+
+
 # ------------------------------------------------------------------ figures (pure builders)
 
 

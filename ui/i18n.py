@@ -146,8 +146,8 @@ def pin_run_lang(lang: str | None) -> None:
     ``app.py`` settles the language at the top of every run (:func:`ui.sidebar.bind_shared_state`)
     and pins it here, so the hundred-odd ``t()`` calls of a page skip the session-state lookup.
     A widget's value cannot change in the middle of a run, so the pin holds until the next run
-    pins again; a run that has not pinned yet (a fragment rerun on a new thread) resolves the
-    language the slow way.
+    pins again; a run that has not pinned (a fragment rerun, which skips ``app.py``) resolves the
+    language the slow way once and pins it (:func:`current_lang`).
     """
     global _last_run_lang
     from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -182,6 +182,9 @@ def current_lang() -> str:
     if lang not in LANGS:
         lang = browser_lang()
     _last_run_lang = lang
+    # A fragment rerun does not pass through app.py's pin: pin here, for the rest of this run
+    # (the next full run un-pins first thing, in ui.sidebar.bind_shared_state).
+    _pinned.run = (ctx, lang)
     return lang
 
 

@@ -32,6 +32,14 @@ def outputs(at: AppTest) -> list[str]:
     return [c.value for c in at.code]
 
 
+def step_parts(at: AppTest) -> tuple[np.ndarray, dict, np.ndarray]:
+    """(triangle z, first bar trace, cross-attention z) of the step figure (one chart, three cells)."""
+    data = chart(at, "decoding.step_figure")["data"]
+    heatmaps = [values(t["z"]) for t in data if t["type"] == "heatmap"]
+    assert len(heatmaps) == 2, "the triangle and the cross-attention"
+    return heatmaps[0], next(t for t in data if t["type"] == "bar"), heatmaps[1]
+
+
 def step(at: AppTest) -> int:
     return at.slider(key="decoding.step").value
 
@@ -47,17 +55,15 @@ def test_every_step_shows_a_growing_triangle_and_its_next_tokens(app, strategy):
     last = min(n, 4)
     for expected in range(1, last + 1):
         assert step(at) == expected and query(at, "dec_step") == str(expected)
-        heat = values([t for t in chart(at, "decoding.triangle")["data"] if t["type"] == "heatmap"][0]["z"])
+        heat, bars, cross = step_parts(at)
         filled = ~np.isnan(heat)
         assert filled.sum() == expected * expected, "the prefix has one token per step so far"
         assert filled[:expected, :expected].all()
         prefix = heat[:expected, :expected]
         assert np.allclose(prefix.sum(axis=1), 1.0, atol=1e-3)
         assert np.allclose(np.triu(prefix, k=1), 0.0)
-        bars = chart(at, "decoding.topk")["data"][0]
         probs = values(bars["x"])
         assert (np.diff(probs) <= 1e-9).all() and probs.max() <= 1.0
-        cross = values([t for t in chart(at, "decoding.cross")["data"] if t["type"] == "heatmap"][0]["z"])
         assert cross.shape == (N_HEADS, len(get_task("copy").example))
         assert np.allclose(cross.sum(axis=1), 1.0, atol=1e-3)
         if expected < last:

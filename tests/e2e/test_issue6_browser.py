@@ -85,10 +85,15 @@ def test_attention_every_control(page, wait_for_app, screenshot):
         widget(p, "attention.zoom").locator('[data-title="Download plot as a PNG"]').click()
     assert png.value.suggested_filename.endswith(".png")
     with p.expect_download() as download:
-        widget(p, "attention.export_zoom").get_by_role("button").click()
+        widget(p, "attention.export_grid").get_by_role("button").click()
     csv = download.value.path().read_text(encoding="utf-8").splitlines()
-    assert csv[0].startswith("query\\key,0:")
-    assert len(csv) == 1 + len("hello world") + 1  # header, <bos> + one row per answer character
+    assert csv[0] == "layer,head,query_position,query_token,key_position,key_token,weight"
+    rows = [line.split(",") for line in csv[1:]]
+    assert {(int(r[0]), int(r[1])) for r in rows} == {(l, h) for l in range(1, cfg.n_layers + 1)
+                                                       for h in range(1, cfg.n_heads + 1)}
+    n_queries = len("hello world") + 1  # cross-attention: <bos> + one row per answer character
+    assert len({int(r[2]) for r in rows}) == n_queries
+    assert len(rows) == cfg.n_layers * cfg.n_heads * n_queries * len({int(r[4]) for r in rows})
 
     choose(p, wait_for_app, "attention.section", translate("attention.section.heads", "en"), "att_view", "heads")
     expect(charts(p, "attention.head_view")).to_have_count(1)
@@ -149,8 +154,7 @@ def test_attention_in_chinese_with_bad_input(page, wait_for_app, screenshot):
 def test_decoding_every_control(page, wait_for_app, screenshot):
     p = page("/decoding?lang=en")
     expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("decoding.title", "en"))
-    for key in ("decoding.triangle", "decoding.topk", "decoding.cross"):
-        expect(charts(p, key)).to_have_count(1)
+    expect(charts(p, "decoding.step_figure")).to_have_count(1)
     status = p.get_by_text(re.compile(r"^Step 1 of \d+"))
     expect(status).to_be_visible()
 
@@ -179,7 +183,7 @@ def test_decoding_every_control(page, wait_for_app, screenshot):
     expect(p.locator(f"{MAIN} [data-testid='stDataFrame']")).to_have_count(1)
     choose(p, wait_for_app, "decoding.strategy", translate("decoding.strategy_name.sample", "en"), "dec_strategy",
            "sample")
-    expect(charts(p, "decoding.topk")).to_have_count(1)
+    expect(charts(p, "decoding.step_figure")).to_have_count(1)
     screenshot(p, "issue6_decoding_sampling_step_en")
 
     choose(p, wait_for_app, "decoding.section", translate("decoding.section.compare", "en"), "dec_view", "compare")

@@ -59,3 +59,27 @@ def test_with_shapes_adds_a_frame_without_touching_the_shared_figure():
     assert framed.to_dict()["layout"]["shapes"] == [frame]
     assert "shapes" not in fig.to_dict()["layout"]
     assert framed.to_dict()["data"] is fig.to_dict()["data"]
+
+
+def test_the_cache_keeps_the_most_recently_used_figures(monkeypatch):
+    import ui.figure_cache as fc
+
+    monkeypatch.setattr(fc, "CACHE_ENTRIES", 2)
+    fc.clear()
+    BUILDS.clear()
+    a = cached_figure(bars, (1,), title="lru")
+    cached_figure(bars, (2,), title="lru")
+    assert cached_figure(bars, (1,), title="lru") is a  # a hit, and now the most recent
+    cached_figure(bars, (3,), title="lru")  # evicts (2,), the least recently used
+    assert cached_figure(bars, (1,), title="lru") is a
+    cached_figure(bars, (2,), title="lru")
+    assert [b[0] for b in BUILDS] == [(1,), (2,), (3,), (2,)]
+
+
+def test_a_cached_figure_expires_after_its_time(monkeypatch):
+    import ui.figure_cache as fc
+
+    fc.clear()
+    first = cached_figure(bars, (7,), title="ttl")
+    monkeypatch.setattr(fc, "CACHE_TTL_S", -1.0)
+    assert cached_figure(bars, (7,), title="ttl") is not first

@@ -1,0 +1,49 @@
+"""ui.figure_grid.combine: several finished figures drawn as one chart, each in a cell of its own."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from ui.charts import heatmap
+from ui.figure_grid import combine
+from ui.frozen_figure import FrozenFigure
+
+
+def bars(title: str, height: int = 300) -> go.Figure:
+    fig = go.Figure(go.Bar(x=[0.2, 0.8], y=[0, 1], orientation="h"))
+    fig.update_layout(title=title, height=height)
+    fig.add_shape(type="rect", x0=0, x1=1, y0=0, y1=1)
+    return fig
+
+
+def test_each_figure_gets_its_own_axes_cell_title_and_shapes():
+    z = np.array([[0.25, 0.75], [1.0, 0.0]])
+    left = heatmap(z, ["a", "<b>"], ["x", "y"], title="weights")
+    combined = combine([[left, bars("bars", 500)], [bars("below")]], widths=[[3, 1], [1]])
+    assert isinstance(combined, FrozenFigure)
+    spec = combined.to_dict()
+    layout = spec["layout"]
+    assert [(t["type"], t["xaxis"], t["yaxis"]) for t in spec["data"]] == [
+        ("heatmap", "x", "y"), ("bar", "x2", "y2"), ("bar", "x3", "y3")]
+    assert spec["data"][0]["z"] == left.to_dict()["data"][0]["z"], "the data is carried over untouched"
+    # cells side by side in the first row with a 3:1 split, the third below across the width
+    (a0, a1), (b0, b1), (c0, c1) = (layout[f"xaxis{s}"]["domain"] for s in ("", "2", "3"))
+    assert a0 == 0 and b1 == 1 and a1 < b0 and abs((a1 - a0) / (b1 - b0) - 3) < 1e-9
+    assert (c0, c1) == (0, 1)
+    assert layout["yaxis3"]["domain"][1] < layout["yaxis"]["domain"][0], "the second row is below"
+    # the row is as tall as its tallest figure: 500 px of 300 + 500 + two title bands + gap + margins
+    assert layout["height"] > 800
+    # token ticks (escaped) and reversed rows are kept; titles become annotations above each cell
+    assert layout["xaxis"]["ticktext"] == ["a", "&lt;b&gt;"] and layout["yaxis"]["autorange"] == "reversed"
+    assert [a["text"] for a in layout["annotations"]] == ["weights", "bars", "below"]
+    assert [s["xref"] for s in layout["shapes"]] == ["x2", "x3"]
+    pio.to_json(spec, validate=True)  # a valid plotly figure
+
+
+def test_colour_bars_sit_beside_their_own_cell():
+    z = np.eye(2)
+    combined = combine([[heatmap(z, ["a", "b"], ["a", "b"]), heatmap(z, ["a", "b"], ["a", "b"])]]).to_dict()
+    bars_x = [t["colorbar"]["x"] for t in combined["data"]]
+    domains = [combined["layout"][f"xaxis{s}"]["domain"] for s in ("", "2")]
+    assert [round(x - d[1], 3) for x, d in zip(bars_x, domains)] == [0.005, 0.005]
