@@ -4,6 +4,8 @@ import streamlit as st
 
 from ui import positional_view as pv
 from ui import tokens_view as tv
+from ui.figure_cache import cached_figure
+from ui.figure_grid import combine
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
@@ -21,6 +23,41 @@ SHUFFLE = IntParam("pe_shuffle", default=0, lo=0, hi=999)
 def reshuffle() -> None:
     """The shuffle button's callback: draw the next word order (it runs before the page does)."""
     st.session_state["positional.shuffle"] = (st.session_state.get("positional.shuffle", 0) + 1) % (SHUFFLE.hi + 1)
+
+
+def frequency_figure(positions: int, d_model: int, base: float, pair: int, table_labels: tuple, wave_labels: tuple):
+    """The table with pair ``pair`` framed, and that pair's sine and cosine beside it: one chart."""
+    return combine([[pv.table_figure(positions, d_model, base, pair, table_labels),
+                     pv.waves_figure(positions, d_model, base, pair, wave_labels)]], widths=[[5, 4]],
+                   legend=dict(orientation="h", x=1, xanchor="right", y=1, yanchor="bottom"))
+
+
+@st.fragment
+def frequency(positions: int, d_model: int, base: float) -> None:
+    """The pair slider and what it shows. A fragment, drawing as few elements as it can (each costs
+    the server a message), so scrubbing through the pairs reruns only this."""
+    pairs = d_model // 2
+    PAIR = IntParam("pe_pair", default=0, lo=0, hi=pairs - 1)
+    if st.session_state.get("positional.pair", 0) > PAIR.hi:
+        st.session_state["positional.pair"] = PAIR.hi
+    if pairs > 1:
+        pair = st.slider(t("positional.table.pair"), 0, pairs - 1, key=bind(PAIR, key="positional.pair"),
+                         format="%d", help=t("positional.table.pair_help"))
+    else:
+        pair = 0
+        st.caption(t("positional.table.one_pair"))
+    lam = pv.wavelength(pair, d_model, base)
+    a, b = 2 * pair, 2 * pair + 1
+    table_labels = (t("positional.table.x_dim"), t("positional.table.y_pos"), t("positional.table.hover"))
+    wave_labels = (t("positional.table.sin_name", dim=a), t("positional.table.cos_name", dim=b),
+                   t("positional.table.y_pos"), t("positional.table.one_turn"))
+    st.plotly_chart(cached_figure(frequency_figure, positions, d_model, base, pair, table_labels, wave_labels),
+                    key="positional.frequency_chart")
+    # "{,}" keeps LaTeX from spacing the thousands separators like list commas.
+    formula = (rf"$\lambda_{{{pair}}} = 2\pi \cdot {int(base):,}^{{2\cdot{pair}/{d_model}}} \approx {lam:,.2f}$"
+               .replace(",", "{,}"))
+    st.markdown(formula + "  \n" + t("positional.table.wavelength", i=pair, a=a, b=b, wavelength=f"{lam:,.1f}",
+                                      turns=f"{positions / lam:.2f}") + " " + t("positional.table.caption", a=a, b=b))
 
 
 st.title(t("positional.title"))
@@ -44,36 +81,7 @@ with c3:
                                  format_func=lambda b: f"{int(b):,}", help=t("positional.table.base_help"))
 base = float(base_text)
 
-pairs = d_model // 2
-PAIR = IntParam("pe_pair", default=0, lo=0, hi=pairs - 1)
-if st.session_state.get("positional.pair", 0) > PAIR.hi:
-    st.session_state["positional.pair"] = PAIR.hi
-if pairs > 1:
-    pair = st.slider(t("positional.table.pair"), 0, pairs - 1, key=bind(PAIR, key="positional.pair"),
-                     format="%d", help=t("positional.table.pair_help"))
-else:
-    pair = 0
-    st.caption(t("positional.table.one_pair"))
-
-lam = pv.wavelength(pair, d_model, base)
-dims = (2 * pair, 2 * pair + 1)
-left, right = st.columns([5, 4], gap="medium")
-with left:
-    table_axis = (t("positional.table.x_dim"), t("positional.table.y_pos"), t("positional.table.hover"))
-    st.plotly_chart(pv.table_figure(positions, d_model, base, pair, table_axis), key="positional.table_chart")
-    st.caption(t("positional.table.caption", a=dims[0], b=dims[1]))
-with right:
-    st.plotly_chart(
-        pv.waves_figure(positions, d_model, base, pair,
-                        (t("positional.table.sin_name", dim=dims[0]), t("positional.table.cos_name", dim=dims[1]),
-                         t("positional.table.y_pos"), t("positional.table.one_turn"))),
-        key="positional.waves_chart",
-    )
-    # "{,}" keeps LaTeX from spacing the thousands separators like list commas.
-    st.latex(rf"\lambda_{{{pair}}} = 2\pi \cdot {int(base):,}^{{2\cdot{pair}/{d_model}}} \approx {lam:,.2f}"
-             .replace(",", "{,}"))
-    st.markdown(t("positional.table.wavelength", i=pair, a=dims[0], b=dims[1], wavelength=f"{lam:,.1f}",
-                  turns=f"{positions / lam:.2f}"))
+frequency(positions, d_model, base)
 
 # ------------------------------------------------------------------ similarity of positions
 st.subheader(t("positional.similarity.heading"))
@@ -145,9 +153,11 @@ st.latex(r"\begin{pmatrix} q'_{2i} \\ q'_{2i+1} \end{pmatrix} = "
          r"\begin{pmatrix} \cos p\theta_i & -\sin p\theta_i \\ \sin p\theta_i & \cos p\theta_i \end{pmatrix}"
          r"\begin{pmatrix} q_{2i} \\ q_{2i+1} \end{pmatrix},\quad \theta_i = b^{-2i/d_{model}}"
          r",\qquad \langle q'_p, k'_s\rangle = g(q, k, s-p)")
+# The circle turns pair 0 (one radian per position: the clearest rotation); the pair slider above
+# lives in a fragment, and a picture out here would not follow it.
 circle, matrix, lines = pv.rope_figures(
-    d_model, base, positions, pair,
-    (t("positional.rope.circle_title", a=dims[0], b=dims[1]), t("positional.rope.matrix_title"),
+    d_model, base, positions, 0,
+    (t("positional.rope.circle_title", a=0, b=1), t("positional.rope.matrix_title"),
      t("positional.rope.lines_title"), t("positional.rope.query_pos"), t("positional.rope.key_pos"),
      t("positional.rope.hover"), t("positional.similarity.k"), t("positional.rope.score")),
     tuple(t("positional.rope.rope_name", p=p) for p in pv.rope_starts(positions)),

@@ -27,6 +27,16 @@ GAP_X = 0.07  # horizontal space between cells (fraction of the width): the next
 TITLE_BAND_PX = 34  # space above each row of cells for the cells' titles
 ROW_GAP_PX = 80  # space between rows: the x tick labels and x title of the row above
 MARGIN = dict(l=10, r=10, t=10, b=10)
+COLORBAR_W = 0.045  # width kept inside a cell for its heatmap's colour bar (fraction of the width)
+LEGEND_TYPES = {"scatter", "bar", "scattergl"}  # traces plotly lists in a legend unless told not to
+
+
+def _shows_legend(sub_layout: dict, traces: list[dict]) -> bool:
+    """Whether plotly would draw a legend for this figure alone (explicit, or two or more entries)."""
+    if sub_layout.get("showlegend") is not None:
+        return bool(sub_layout["showlegend"])
+    entries = [tr for tr in traces if tr.get("type", "scatter") in LEGEND_TYPES and tr.get("showlegend") is not False]
+    return len(entries) >= 2
 
 
 def _suffix(n: int) -> str:
@@ -83,8 +93,12 @@ def combine(rows: Sequence[Sequence[go.Figure]], *, widths: Sequence[Sequence[fl
             x0, x1 = x, x + usable * share[c] / sum(share)
             x = x1 + gap_x
             sub = fig.get("layout", {})
-            if sub.get("showlegend"):
-                layout["showlegend"] = True
+            legend_here = _shows_legend(sub, fig.get("data", []))
+            layout["showlegend"] = layout["showlegend"] or legend_here
+            scaled = any(tr.get("type") == "heatmap" and tr.get("showscale", True) is not False
+                         for tr in fig.get("data", []))
+            if scaled:
+                x1 -= COLORBAR_W
             xaxis = copy.deepcopy(sub.get("xaxis", {}))
             yaxis = copy.deepcopy(sub.get("yaxis", {}))
             xaxis.update(domain=[x0, x1], anchor=f"y{s}")
@@ -92,13 +106,13 @@ def combine(rows: Sequence[Sequence[go.Figure]], *, widths: Sequence[Sequence[fl
             layout[f"xaxis{s}"], layout[f"yaxis{s}"] = xaxis, yaxis
             for trace in fig.get("data", []):
                 trace = dict(trace, xaxis=f"x{s}", yaxis=f"y{s}")
+                if not legend_here:
+                    trace["showlegend"] = False
                 if trace.get("type") == "heatmap" and trace.get("showscale", True) is not False:
                     bar = dict(trace.get("colorbar") or {})
                     bar.update(x=x1 + 0.005, xanchor="left", y=(y0 + y1) / 2, yanchor="middle",
                                len=y1 - y0, thickness=bar.get("thickness", 10))
                     trace["colorbar"] = bar
-                if trace.get("showlegend"):
-                    layout["showlegend"] = True
                 data.append(trace)
             for shape in sub.get("shapes", ()):
                 shapes.append(dict(shape, xref=_remap_ref(shape.get("xref"), "x", s),

@@ -32,7 +32,13 @@ def chart(at: AppTest, key: str) -> dict:
 
 
 def table_z(at: AppTest) -> np.ndarray:
-    return values(chart(at, "table_chart")["data"][0]["z"])
+    return values(chart(at, "frequency_chart")["data"][0]["z"])
+
+
+def waves(at: AppTest) -> tuple[np.ndarray, np.ndarray]:
+    """The sine and cosine of the chosen pair: the two lines beside the table in the frequency chart."""
+    lines = [trace for trace in chart(at, "frequency_chart")["data"] if trace["type"] == "scatter"]
+    return values(lines[0]["y"]), values(lines[1]["y"])
 
 
 def metric(at: AppTest, key: str) -> float:
@@ -48,7 +54,8 @@ def test_default_view_in_both_languages(app, lang):
     at = open_positional(app, lang=lang)
     assert at.title[0].value == translate("positional.title", lang)
     assert any(r"\sin" in lat.value for lat in at.latex)
-    assert len(at.get("plotly_chart")) == 4 + 3 + 3
+    assert len(at.get("plotly_chart")) == 3 + 3 + 3  # frequency (table + waves), similarity x2,
+    # blind x3, RoPE x3
     assert table_z(at).shape == (50, 64)
     example = at.get("html")[0].proto.body
     assert translate("positional.example.col_value", lang).replace("(", "(") in example
@@ -75,7 +82,7 @@ def test_slider_extremes(app, key, value, shape):
     at = open_positional(app)
     clean(at.slider(key=f"positional.{key}").set_value(value).run())
     assert table_z(at).shape == shape
-    assert len(at.get("plotly_chart")) == 10
+    assert len(at.get("plotly_chart")) == 9
     similarity = values(chart(at, "similarity_chart")["data"][0]["z"])
     assert similarity.shape == (shape[0], shape[0])
     np.testing.assert_allclose(np.diag(similarity), shape[1] / 2, rtol=1e-5)
@@ -93,11 +100,13 @@ def test_one_pair_only_has_no_pair_slider(app):
 @pytest.mark.parametrize("base", ["10", "100000"])
 def test_base_extremes_redraw_everything(app, base):
     at = open_positional(app, pe_pair="3")  # pair 0 turns at 1 radian per position whatever the base
-    before = {key: chart(at, key) for key in ("table_chart", "waves_chart", "similarity_chart", "rope_matrix")}
+    before = {key: chart(at, key) for key in ("similarity_chart", "rope_matrix")}
+    table, (sin, cos) = table_z(at), waves(at)
     clean(at.select_slider(key="positional.base").set_value(base).run())
     assert at.query_params["pe_base"] in (base, [base])
     for key, old in before.items():
         assert chart(at, key)["data"][0] != old["data"][0], key
+    assert not np.allclose(table_z(at), table) and not np.allclose(waves(at)[0], sin)
     z = table_z(at)
     np.testing.assert_allclose(z[:, 2], np.sin(np.arange(50) / float(base) ** (2 / 64)), atol=1e-5)
 
@@ -106,9 +115,9 @@ def test_base_extremes_redraw_everything(app, base):
 def test_pair_extremes(app, pair):
     at = open_positional(app)
     clean(at.slider(key="positional.pair").set_value(pair).run())
-    shape = chart(at, "table_chart")["layout"]["shapes"][0]
-    assert (shape["x0"], shape["x1"]) == (2 * pair - 0.5, 2 * pair + 1.5)
-    sin, cos = (values(trace["y"]) for trace in chart(at, "waves_chart")["data"][:2])
+    shape = chart(at, "frequency_chart")["layout"]["shapes"][0]
+    assert (shape["x0"], shape["x1"], shape["xref"]) == (2 * pair - 0.5, 2 * pair + 1.5, "x")  # on the table
+    sin, cos = waves(at)
     np.testing.assert_allclose(sin, table_z(at)[:, 2 * pair], atol=1e-6)
     np.testing.assert_allclose(cos, table_z(at)[:, 2 * pair + 1], atol=1e-6)
     wavelength = 2 * np.pi * 10000 ** (2 * pair / 64)
@@ -203,5 +212,5 @@ def test_rope_scores_depend_only_on_the_offset(app):
 def test_without_a_model_the_encoding_still_shows(app, monkeypatch, tmp_path):
     monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
     at = open_positional(app)
-    assert len(at.get("plotly_chart")) == 4 + 3
+    assert len(at.get("plotly_chart")) == 3 + 3  # frequency, similarity x2, RoPE x3 (no model: no blindness charts)
     assert not at.metric

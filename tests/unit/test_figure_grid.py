@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from ui.charts import heatmap
-from ui.figure_grid import combine
+from ui.figure_grid import COLORBAR_W, combine
 from ui.frozen_figure import FrozenFigure
 
 
@@ -29,7 +29,8 @@ def test_each_figure_gets_its_own_axes_cell_title_and_shapes():
     assert spec["data"][0]["z"] == left.to_dict()["data"][0]["z"], "the data is carried over untouched"
     # cells side by side in the first row with a 3:1 split, the third below across the width
     (a0, a1), (b0, b1), (c0, c1) = (layout[f"xaxis{s}"]["domain"] for s in ("", "2", "3"))
-    assert a0 == 0 and b1 == 1 and a1 < b0 and abs((a1 - a0) / (b1 - b0) - 3) < 1e-9
+    # (the heatmap's cell keeps room for its colour bar inside its share)
+    assert a0 == 0 and b1 == 1 and a1 < b0 and abs((a1 + COLORBAR_W - a0) / (b1 - b0) - 3) < 1e-9
     assert (c0, c1) == (0, 1)
     assert layout["yaxis3"]["domain"][1] < layout["yaxis"]["domain"][0], "the second row is below"
     # the row is as tall as its tallest figure: 500 px of 300 + 500 + two title bands + gap + margins
@@ -47,3 +48,12 @@ def test_colour_bars_sit_beside_their_own_cell():
     bars_x = [t["colorbar"]["x"] for t in combined["data"]]
     domains = [combined["layout"][f"xaxis{s}"]["domain"] for s in ("", "2")]
     assert [round(x - d[1], 3) for x, d in zip(bars_x, domains)] == [0.005, 0.005]
+
+
+def test_a_legend_only_where_the_figure_alone_would_have_one():
+    two_lines = go.Figure([go.Scatter(y=[1, 2], name="sin"), go.Scatter(y=[2, 1], name="cos")])
+    one_bar = go.Figure(go.Bar(y=[1, 2]))
+    assert combine([[one_bar, bars("b")]]).to_dict()["layout"]["showlegend"] is False
+    spec = combine([[two_lines, one_bar]]).to_dict()
+    assert spec["layout"]["showlegend"] is True
+    assert [t.get("showlegend") for t in spec["data"]] == [None, None, False], "the lone bar stays out of it"
