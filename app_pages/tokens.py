@@ -23,6 +23,24 @@ limit = tv.char_limit(ckpt)
 if ckpt is None:
     st.caption(t("tokens.no_model_tokens"))
 
+@st.fragment
+def batch_view(sentences: tuple[str, ...], tokenizer, task_name: str) -> None:
+    """One side of the batch as tokens and as ids. A fragment, drawing as few elements as it can
+    (each costs the server a message), so switching sides reruns only this."""
+    batch = tv.cached_batch(sentences, tokenizer, task_name)
+    row_labels = tuple(t("tokens.batch.row", n=n + 1) for n in range(len(sentences)))
+    side = st.segmented_control(t("tokens.batch.side"), SIDE.choices, key=bind(SIDE, key="tokens.side"),
+                                format_func=lambda s: t(f"tokens.batch.side_{s}"), required=True)
+    side = side or SIDE.default
+    rows = batch.side(side)
+    st.html(tv.side_tables_html(sentences, tokenizer, task_name, side, row_labels,
+                                (t("tokens.batch.tab_tokens"), t("tokens.batch.tab_ids"))))
+    width = len(rows[0].ids)
+    pads = sum(len(row.ids) - row.length for row in rows)
+    st.caption(t(f"tokens.batch.caption_{side}", b=len(rows), s=width, pads=pads, cells=len(rows) * width)
+               + " " + t("tokens.batch.legend"))
+
+
 # ------------------------------------------------------------------ the text → the batch
 st.subheader(t("tokens.batch.heading"))
 raw = tv.batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"),
@@ -33,20 +51,7 @@ tv.show_notices(prepared)
 if prepared.sentences:
     sentences = tuple(prepared.sentences)
     batch = tv.cached_batch(sentences, tokenizer, task_name)
-    row_labels = tuple(t("tokens.batch.row", n=n + 1) for n in range(len(sentences)))
-    side = st.segmented_control(t("tokens.batch.side"), SIDE.choices, key=bind(SIDE, key="tokens.side"),
-                                format_func=lambda s: t(f"tokens.batch.side_{s}"), required=True)
-    side = side or SIDE.default
-    rows = batch.side(side)
-    tab_tokens, tab_ids = st.tabs([t("tokens.batch.tab_tokens"), t("tokens.batch.tab_ids")])
-    with tab_tokens:
-        st.html(tv.side_table_html(sentences, tokenizer, task_name, side, row_labels, "tokens"))
-    with tab_ids:
-        st.html(tv.side_table_html(sentences, tokenizer, task_name, side, row_labels, "ids"))
-    width = len(rows[0].ids)
-    pads = sum(len(row.ids) - row.length for row in rows)
-    st.caption(t(f"tokens.batch.caption_{side}", b=len(rows), s=width, pads=pads, cells=len(rows) * width))
-    st.markdown(t("tokens.batch.legend"))
+    batch_view(sentences, tokenizer, task_name)
     if any(target is None for target in batch.targets):
         st.info(t("tokens.batch.no_target"), icon=":material/info:")
 

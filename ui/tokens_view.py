@@ -8,6 +8,7 @@ source ids, the decoder's input (``<bos>`` + the task's answer) and its labels (
 from __future__ import annotations
 
 import functools
+import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,6 +136,17 @@ def side_table_html(sentences: tuple[str, ...], tokenizer: CharTokenizer, task_n
     batch = cached_batch(sentences, tokenizer, task_name)
     tokens, ids, kinds = side_frames(batch.side(side), list(row_labels))
     return table_html(tokens if values == "tokens" else ids, kinds, f"batch_{side}_{values}")
+
+
+@functools.lru_cache(maxsize=128)
+def side_tables_html(sentences: tuple[str, ...], tokenizer: CharTokenizer, task_name: str | None, side: str,
+                     row_labels: tuple[str, ...], headings: tuple[str, str]) -> str:
+    """One side of the batch as two HTML tables, tokens then ids, each under its heading, cached
+    (one element for the page to send instead of two)."""
+    parts = [f'<div class="tp-batch-{values}"><p><strong>{html.escape(heading)}</strong></p>'
+             f"{side_table_html(sentences, tokenizer, task_name, side, row_labels, values)}</div>"
+             for values, heading in zip(("tokens", "ids"), headings)]
+    return "".join(parts)
 
 
 @functools.lru_cache(maxsize=128)

@@ -27,8 +27,13 @@ def open_tokens(app, **query: str) -> AppTest:
 
 
 def tables(at: AppTest) -> list[str]:
-    """The HTML of the page's tables: batch tokens, batch ids, the chosen sentence."""
-    return [h.proto.body for h in at.get("html")]
+    """The HTML of the page's tables: batch tokens, batch ids (one element, two tables), the chosen sentence."""
+    bodies = [h.proto.body for h in at.get("html")]
+    if not bodies:
+        return []
+    tokens, ids = bodies[0].split('<div class="tp-batch-ids">')
+    assert tokens.startswith('<div class="tp-batch-tokens">')
+    return [tokens, ids, *bodies[1:]]
 
 
 def chart(at: AppTest, key: str) -> dict:
