@@ -7,6 +7,7 @@ from ui import decoding_view as dv
 from ui import tokens_view as tv
 from ui.figure_cache import cached_figure
 from ui.figure_grid import combine
+from ui.frozen_figure import FrozenFigure
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
@@ -121,7 +122,7 @@ def step_texts() -> dict[str, str]:
 
 
 def step_figure(current: "dv.StepView", final_length: int, src_tokens, layer: int, head: int, n_heads: int,
-                texts: dict) -> "go.Figure":
+                texts: dict) -> FrozenFigure:
     """The step's decoder self-attention triangle and next-token bars side by side, its cross-attention below."""
     hover = f"{texts['query']} %{{y}} → {texts['key']} %{{x}}: %{{z:.3f}}"
     triangle = dv.build_triangle_figure(current.decoder_attention[layer - 1, head - 1], current.prefix, final_length,

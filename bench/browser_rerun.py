@@ -7,8 +7,9 @@ change, the way a browser asks for it: a widget inside an ``st.fragment`` reruns
 fragment, one outside reruns the whole app. The reference is the same change on a one-widget
 script served the same way, measured alternately in the same run.
 
-Used by ``bench/page_latency.py`` (the default mode); ``--mode apptest`` there measures the
-whole-script rerun in AppTest instead.
+Used by ``bench/page_latency.py --client browser``. The default client there is
+``bench/ws_rerun.py``: a chromium tab on this 2-core machine renders each chart while the server
+is still running the script, and that CPU counts in the server's time.
 """
 from __future__ import annotations
 
@@ -135,6 +136,15 @@ class _Session:
         self.context.close()
 
 
+def summarize(key: str, page_s: list[float], ref_s: list[float], kinds: set[str], client: str = "") -> dict:
+    """Medians and ratio of one page's timed reruns against the reference's; printed as a line."""
+    page_ms, ref_ms = statistics.median(page_s) * 1e3, statistics.median(ref_s) * 1e3
+    run = "+".join(sorted(kinds))
+    print(f"{key:<12} server rerun {page_ms:6.1f} ms vs {ref_ms:5.1f} ms = {page_ms / ref_ms:4.2f}x"
+          f"   ({run} run{', ' + client if client else ''})", flush=True)
+    return {"ms": round(page_ms, 2), "trivial_ms": round(ref_ms, 2), "ratio": round(page_ms / ref_ms, 3), "run": run}
+
+
 def rerun_ratios(runs: int, pages: dict[str, str]) -> dict[str, dict]:
     """Per page key (``{key: url path with query}``): medians of page and reference reruns."""
     from playwright.sync_api import sync_playwright
@@ -165,10 +175,6 @@ def rerun_ratios(runs: int, pages: dict[str, str]) -> dict[str, dict]:
                     print(f"{key:<12} FAILED: {exc}", flush=True)
                     results[key] = {"error": str(exc)[:300]}
                     continue
-                page_ms, ref_ms = statistics.median(page_s) * 1e3, statistics.median(ref_s) * 1e3
-                results[key] = {"ms": round(page_ms, 2), "trivial_ms": round(ref_ms, 2),
-                                "ratio": round(page_ms / ref_ms, 3), "run": "+".join(sorted(kinds))}
-                print(f"{key:<12} server rerun {page_ms:6.1f} ms vs {ref_ms:5.1f} ms = {page_ms / ref_ms:4.2f}x"
-                      f"   ({'+'.join(sorted(kinds))} run)", flush=True)
+                results[key] = summarize(key, page_s, ref_s, kinds)
             browser.close()
     return results

@@ -3,19 +3,25 @@
 Both are ratios against a reference measured in the same run, so they mean the same thing on a
 laptop and on a busy CI machine:
 
-* rerun: the server-side time of ``AppTest.run()`` after one widget change on each page, next to
-  the same for a one-widget Streamlit script (median of ``--runs``, interleaved), with compiled
-  scripts cached across runs as a real server does. Target <= 2x.
+* rerun (``--mode server``, the default): the time of the script run a server executes after
+  one widget change on each page (``bench/timed_server.py``; a widget inside an ``st.fragment``
+  reruns only its fragment, as for a visitor), next to the same kind of change on a one-widget
+  script served the same way (median of ``--runs``, interleaved). The change is sent by a
+  websocket client that draws nothing (``bench/ws_rerun.py``, the default ``--client``) or by a
+  chromium tab on this machine (``--client browser``, ``bench/browser_rerun.py``).
+  ``--mode apptest`` times ``AppTest.run()`` of the whole script instead, with compiled scripts
+  cached across runs as a real server does. Target <= 2x.
 * cold start: ``streamlit run app.py`` until its first script run has finished (a websocket
   client asks for the run and waits for ``script_finished``), next to a one-line app that only
   imports torch, plotly and pandas, started the same way. Target <= 1.2x.
 
 Run ``python bench/page_latency.py`` (``--help`` for options). The last line of stdout is one JSON
-object: ``ratio`` (worst page, at.run()), ``cold_start_ratio``, ``script_ratio`` (worst page,
-script run only) and the raw figures.
+object: ``ratio`` (worst page), ``cold_start_ratio``, the client and mode, and the raw figures
+(``--mode apptest``/``both`` add ``apptest_ratio`` and ``script_ratio``).
 
-Page authors: add or replace your page's entry in :data:`WIDGET_CHANGES` with a function that
-changes ONE widget that defines the view (it must not run the app), e.g.::
+Page authors: add or replace your page's entry in :data:`WIDGET_CHANGES` (AppTest mode) with a
+function that changes ONE widget that defines the view (it must not run the app), and the same
+widget in ``bench/ws_rerun.WIDGET_KEYS`` and ``bench/browser_rerun.BROWSER_CHANGES``, e.g.::
 
     "attention": lambda at, i: at.slider(key="attention.heads").set_value(2 if i % 2 else 4),
 """

@@ -16,14 +16,13 @@ one-widget script served the same way, measured alternately in the same run.
 """
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.browser_rerun import TRIVIAL_SCRIPT, _runs, timed_server  # noqa: E402
+from bench.browser_rerun import TRIVIAL_SCRIPT, _runs, summarize, timed_server  # noqa: E402
 from bench.load import Session, WidgetState, another_value  # noqa: E402
 
 # The view-defining widget each page's benchmark changes (the same as the browser mode's).
@@ -115,10 +114,6 @@ def rerun_ratios(runs: int, pages: dict[str, str]) -> dict[str, dict]:
                     continue
                 finally:
                     session.close()
-                page_ms, ref_ms = statistics.median(page_s) * 1e3, statistics.median(ref_s) * 1e3
-                results[key] = {"ms": round(page_ms, 2), "trivial_ms": round(ref_ms, 2),
-                                "ratio": round(page_ms / ref_ms, 3), "run": "+".join(sorted(kinds))}
-                print(f"{key:<12} server rerun {page_ms:6.1f} ms vs {ref_ms:5.1f} ms = {page_ms / ref_ms:4.2f}x"
-                      f"   ({'+'.join(sorted(kinds))} run, websocket client)", flush=True)
+                results[key] = summarize(key, page_s, ref_s, kinds, "websocket client")
             reference.close()
     return results
