@@ -10,9 +10,87 @@ from ui.text_input import MAX_LINES, prepare_sentences
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind
 
+SECTIONS = ("matrices", "printout", "effect", "row")
+SECTION = ChoiceParam("mask_view", default="matrices", choices=SECTIONS)
+
 PADDING = BoolParam("mask_pad", default=True)
 LOOK_AHEAD = BoolParam("mask_ahead", default=True)
 KIND = ChoiceParam("mask_kind", default="decoder", choices=mv.KINDS)
+
+
+def switches() -> tuple[bool, bool]:
+    """The padding and look-ahead switches (inside the fragment: flipping one reruns only it)."""
+    use_padding = st.toggle(t("masks.padding_switch"), key=bind(PADDING, key="masks.padding"),
+                            help=t("masks.padding_help"))
+    use_look_ahead = st.toggle(t("masks.look_ahead_switch"), key=bind(LOOK_AHEAD, key="masks.look_ahead"),
+                               help=t("masks.look_ahead_help"))
+    return use_padding, use_look_ahead
+
+
+@st.fragment
+def masks_view(section: str, ckpt, tokenizer, pair: "mv.PairTokens", layer: int, head: int, kind: str,
+               query: int) -> None:
+    """The switches and the chosen section's picture. A fragment that draws as few elements as it can
+    (each costs the server a message): flipping a switch reruns only this."""
+    use_padding, use_look_ahead = switches()
+    if section == "matrices":
+        off = t("masks.matrices.off")
+        st.plotly_chart(mv.matrices_figure(
+            pair.src_tokens, pair.tgt_tokens, pair.src_ids, pair.tgt_ids, use_padding, use_look_ahead,
+            (t("masks.matrices.padding") + ("" if use_padding else off),
+             t("masks.matrices.look_ahead") + ("" if use_look_ahead else off),
+             t("masks.matrices.combined"), t("masks.matrices.true"), t("masks.matrices.false"),
+             t("masks.key"), t("masks.query"), t("masks.matrices.hover"))), key="masks.matrices")
+    elif section == "printout":
+        masks = mv.cached_mask_set(pair.src_ids, pair.tgt_ids, tokenizer.pad_id, use_padding, use_look_ahead)
+        for name in ("padding", "look_ahead", "combined"):
+            st.markdown(f"**{t(f'masks.printout.{name}')}**")
+            st.code(masks.printouts[name], language="python")
+    elif section == "effect":
+        on_off = {True: t("masks.effect.on"), False: t("masks.effect.off")}
+        titles = []
+        for kind_ in mv.KINDS:
+            switch = use_padding if kind_ == "encoder" else use_look_ahead
+            title = t(f"masks.effect.{kind_}_title", state=on_off[switch])
+            titles += [title, t("masks.effect.flipped", title=t(f"masks.effect.{kind_}_title",
+                                                                  state=on_off[not switch]))]
+        st.plotly_chart(mv.effect_figure(ckpt, pair.src_ids, pair.tgt_ids, pair.src_tokens, pair.tgt_tokens,
+                                         use_padding, use_look_ahead, layer, head,
+                                         tuple(titles), (t("masks.key"), t("masks.query"))), key="masks.effect")
+        st.caption("  \n".join(effect_captions(ckpt, pair, use_padding, use_look_ahead, layer, head)))
+    else:
+        tokens = pair.src_tokens if kind == "encoder" else pair.tgt_tokens
+        st.plotly_chart(mv.row_figure(ckpt, pair.src_ids, pair.tgt_ids, tokens, kind, use_padding, use_look_ahead,
+                                      layer, head, query,
+                                      (t("masks.row.raw"), t("masks.row.masked"), t("masks.row.weights"),
+                                       t("masks.key"), "−∞")), key="masks.row")
+
+
+def effect_captions(ckpt, pair: "mv.PairTokens", use_padding: bool, use_look_ahead: bool, layer: int,
+                    head: int) -> list[str]:
+    """What each of the four maps shows: nothing to hide, hidden exactly, or how much leaked."""
+    lines = []
+    for kind in mv.KINDS:
+        tokens = pair.src_tokens if kind == "encoder" else pair.tgt_tokens
+        real = [tok != "<pad>" for tok in tokens]
+        switch = use_padding if kind == "encoder" else use_look_ahead
+        for flipped in (False, True):
+            pad_on = use_padding != (flipped and kind == "encoder")
+            ahead_on = use_look_ahead != (flipped and kind == "decoder")
+            att = mv.cached_attention(ckpt, pair.src_ids, pair.tgt_ids, pad_on, ahead_on)
+            weights = (att.encoder if kind == "encoder" else att.decoder)[layer, head]
+            hideable = att.encoder_hideable if kind == "encoder" else att.decoder_hideable
+            on = switch != flipped
+            if not hideable.any():
+                line = t(f"masks.effect.{kind}_nothing")
+            elif on:
+                line = t(f"masks.effect.{kind}_on_caption")
+            else:
+                line = t(f"masks.effect.{kind}_off_caption", share=f"{mv.leak_share(weights, hideable, real):.1%}")
+            lines.append(line)
+            if not hideable.any():
+                break  # the same words would follow for the flipped map
+    return lines
 
 
 def clamp_state(key: str, hi: int) -> None:
@@ -41,55 +119,18 @@ tv.show_notices(prepared)
 
 if prepared.sentences:
     batch = tv.cached_batch(tuple(prepared.sentences), tokenizer, task_name)
-    c1, c2, c3 = st.columns([4, 2, 2], vertical_alignment="bottom")
-    with c1:
-        index = tv.sentence_picker(t("tokens.sentence.pick"), tuple(batch.sentences),
-                                   t("tokens.sentence.option", n="{n}", text="{text}"), "masks")
-    with c2:
-        use_padding = st.toggle(t("masks.padding_switch"), key=bind(PADDING, key="masks.padding"),
-                                help=t("masks.padding_help"))
-    with c3:
-        use_look_ahead = st.toggle(t("masks.look_ahead_switch"), key=bind(LOOK_AHEAD, key="masks.look_ahead"),
-                                   help=t("masks.look_ahead_help"))
-
-    src_row, tgt_row = batch.source[index], batch.decoder_in[index]
-    src_ids, tgt_ids = tuple(src_row.ids), tuple(tgt_row.ids)
-    src_tokens, tgt_tokens = tuple(src_row.tokens), tuple(tgt_row.tokens)
-    src_pads, tgt_pads = len(src_ids) - src_row.length, len(tgt_ids) - tgt_row.length
-
-    # -------------------------------------------------------------- the three masks
-    st.subheader(t("masks.matrices.heading"))
-    st.markdown(t("masks.matrices.intro", s=len(src_ids), pads=src_pads, t=len(tgt_ids), tpads=tgt_pads))
-    off = t("masks.matrices.off")
-    figures = mv.mask_figures(
-        src_tokens, tgt_tokens, src_ids, tgt_ids, use_padding, use_look_ahead,
-        (t("masks.matrices.padding") + ("" if use_padding else off),
-         t("masks.matrices.look_ahead") + ("" if use_look_ahead else off),
-         t("masks.matrices.combined"), t("masks.matrices.true"), t("masks.matrices.false"),
-         t("masks.key"), t("masks.query"), t("masks.matrices.hover")),
-    )
-    cols = st.columns(3, gap="small")
-    for col, fig, key in zip(cols, figures, ("padding", "look_ahead", "combined")):
-        with col:
-            st.plotly_chart(fig, key=f"masks.matrix_{key}")
-    st.caption(t("masks.matrices.caption"))
-    if src_pads == 0:
-        st.info(t("masks.matrices.no_padding"), icon=":material/info:")
-    masks = mv.cached_mask_set(src_ids, tgt_ids, tokenizer.pad_id, use_padding, use_look_ahead)
-    with st.expander(t("masks.printout.heading")):
-        st.markdown(t("masks.printout.intro"))
-        for key in ("padding", "look_ahead", "combined"):
-            st.markdown(f"**{t(f'masks.printout.{key}')}**")
-            st.code(masks.printouts[key], language="python")
-        seed_text, _ = mv.cached_seed_example()
-        st.markdown(t("masks.printout.seed"))
-        st.code("decoder_mask(torch.tensor([[1, 2, 3, 0, 0]]))\n" + seed_text, language="python")
-
-    # -------------------------------------------------------------- effect on the real attention
-    st.subheader(t("masks.effect.heading"))
-    if ckpt is None:
+    index = tv.sentence_picker(t("tokens.sentence.pick"), tuple(batch.sentences),
+                               t("tokens.sentence.option", n="{n}", text="{text}"), "masks")
+    pair = mv.PairTokens.of(batch, index)
+    section = st.segmented_control(t("masks.section_label"), SECTIONS, required=True,
+                                   format_func=lambda s: t(f"masks.{s}.heading"),
+                                   key=bind(SECTION, key="masks.section"))
+    layer = head = query = 0
+    kind = KIND.default
+    needs_model = section in ("effect", "row")
+    if needs_model and ckpt is None:
         st.info(t("masks.effect.no_model"), icon=":material/info:")
-    else:
+    elif needs_model:
         n_layers, n_heads = ckpt.model.config.n_layers, ckpt.model.config.n_heads
         LAYER = IntParam("mask_layer", default=0, lo=0, hi=n_layers - 1)
         HEAD = IntParam("mask_head", default=0, lo=0, hi=n_heads - 1)
@@ -102,61 +143,37 @@ if prepared.sentences:
         with c2:
             head = st.selectbox(t("masks.effect.head"), range(n_heads), key=bind(HEAD, key="masks.head"),
                                 format_func=lambda n: t("masks.effect.head_option", n=n + 1, total=n_heads))
-        st.markdown(t("masks.effect.intro"))
-        on_off = {True: t("masks.effect.on"), False: t("masks.effect.off")}
-        axis = (t("masks.key"), t("masks.query"))
-        settings = {
-            "encoder": [(use_padding, use_look_ahead), (not use_padding, use_look_ahead)],
-            "decoder": [(use_padding, use_look_ahead), (use_padding, not use_look_ahead)],
-        }
-        for kind in mv.KINDS:
-            tokens = src_tokens if kind == "encoder" else tgt_tokens
-            real = [tok != "<pad>" for tok in tokens]
-            st.markdown(f"**{t(f'masks.effect.{kind}_heading')}**")
-            cols = st.columns(2, gap="medium")
-            for n, (col, (pad_on, ahead_on)) in enumerate(zip(cols, settings[kind])):
-                switch = pad_on if kind == "encoder" else ahead_on
-                title = t(f"masks.effect.{kind}_title", state=on_off[switch])
-                if n == 1:
-                    title = t("masks.effect.flipped", title=title)
-                with col:
-                    st.plotly_chart(
-                        mv.attention_figure(ckpt, src_ids, tgt_ids, tokens, kind, pad_on, ahead_on, layer, head,
-                                            (title,) + axis),
-                        key=f"masks.attention_{kind}_{n}",
-                    )
-                    att = mv.cached_attention(ckpt, src_ids, tgt_ids, pad_on, ahead_on)
-                    weights = (att.encoder if kind == "encoder" else att.decoder)[layer, head]
-                    hideable = att.encoder_hideable if kind == "encoder" else att.decoder_hideable
-                    share = mv.leak_share(weights, hideable, real)
-                    if not hideable.any():
-                        st.caption(t(f"masks.effect.{kind}_nothing"))
-                    elif switch:
-                        st.caption(t(f"masks.effect.{kind}_on_caption"))
-                    else:
-                        st.caption(t(f"masks.effect.{kind}_off_caption", share=f"{share:.1%}"))
-
-        # ---------------------------------------------------------- one row, step by step
-        st.subheader(t("masks.row.heading"))
-        st.markdown(t("masks.row.intro"))
-        c1, c2 = st.columns([2, 5])
-        with c1:
-            kind = st.radio(t("masks.row.kind"), mv.KINDS, key=bind(KIND, key="masks.kind"),
-                            format_func=lambda k: t(f"masks.row.kind_{k}"))
-        tokens = src_tokens if kind == "encoder" else tgt_tokens
-        QUERY = IntParam("mask_query", default=0, lo=0, hi=len(tokens) - 1)
-        clamp_state("masks.query", QUERY.hi)
-        with c2:
-            query = st.select_slider(t("masks.row.query"), list(range(len(tokens))), key=bind(QUERY, key="masks.query"),
-                                     format_func=lambda q: f"{q}: {tv.display_token(tokens[q])}")
-        figures = mv.row_figures(
-            ckpt, src_ids, tgt_ids, tokens, kind, use_padding, use_look_ahead, layer, head, query,
-            (t("masks.row.raw"), t("masks.row.masked"), t("masks.row.weights"), t("masks.key"), "−∞"),
-        )
-        cols = st.columns(3, gap="small")
-        for col, fig, key in zip(cols, figures, ("raw", "masked", "weights")):
-            with col:
-                st.plotly_chart(fig, key=f"masks.row_{key}")
+        if section == "row":
+            c1, c2 = st.columns([2, 5])
+            with c1:
+                kind = st.radio(t("masks.row.kind"), mv.KINDS, key=bind(KIND, key="masks.kind"),
+                                format_func=lambda k: t(f"masks.row.kind_{k}"), horizontal=True)
+            tokens = pair.src_tokens if kind == "encoder" else pair.tgt_tokens
+            QUERY = IntParam("mask_query", default=0, lo=0, hi=len(tokens) - 1)
+            clamp_state("masks.query", QUERY.hi)
+            with c2:
+                query = st.select_slider(t("masks.row.query"), list(range(len(tokens))),
+                                         key=bind(QUERY, key="masks.query"),
+                                         format_func=lambda q: f"{q}: {tv.display_token(tokens[q])}")
+            st.markdown(t("masks.row.intro"))
+        else:
+            st.markdown(t("masks.effect.intro"))
+    if section == "matrices":
+        st.markdown(t("masks.matrices.intro", s=len(pair.src_ids), pads=pair.src_pads, t=len(pair.tgt_ids),
+                      tpads=pair.tgt_pads))
+    elif section == "printout":
+        st.markdown(t("masks.printout.intro"))
+    if not needs_model or ckpt is not None:
+        masks_view(section, ckpt, tokenizer, pair, layer, head, kind, query)
+    if section == "matrices":
+        st.caption(t("masks.matrices.caption"))
+        if pair.src_pads == 0:
+            st.info(t("masks.matrices.no_padding"), icon=":material/info:")
+    elif section == "printout":
+        seed_text, _ = mv.cached_seed_example()
+        st.markdown(t("masks.printout.seed"))
+        st.code("decoder_mask(torch.tensor([[1, 2, 3, 0, 0]]))\n" + seed_text, language="python")
+    elif section == "row" and ckpt is not None:
         st.latex(r"w_j = \frac{e^{s_j}}{\sum_k e^{s_k}}, \qquad e^{-\infty} = 0 \;\Rightarrow\; w_j = 0"
                  r"\text{ for every hidden key } j")
         st.caption(t("masks.row.caption"))

@@ -62,11 +62,13 @@ def _title_text(layout: dict) -> str:
 
 def combine(rows: Sequence[Sequence[go.Figure]], *, widths: Sequence[Sequence[float]] | None = None,
             title_band: int = TITLE_BAND_PX, row_gap: int = ROW_GAP_PX, gap_x: float = GAP_X,
-            legend: dict | None = None) -> FrozenFigure:
+            legend: dict | None = None, y_title_first_only: bool = False) -> FrozenFigure:
     """One figure drawing ``rows`` of figures as cells (row heights: the tallest figure of the row).
 
     ``widths`` gives each row's relative cell widths (default: equal). Each cell's title is its
     figure's ``layout.title``; ``legend`` is the combined figure's legend (default: plotly's).
+    ``y_title_first_only`` keeps the y-axis title of the first cell of each row only (cells that
+    share their meaning, where the others' titles would crowd the gap).
     """
     dicts = [[freeze(fig).to_dict() if not isinstance(fig, dict) else fig for fig in row] for row in rows]
     heights = [max(int(d.get("layout", {}).get("height") or 320) for d in row) for row in dicts]
@@ -102,6 +104,8 @@ def combine(rows: Sequence[Sequence[go.Figure]], *, widths: Sequence[Sequence[fl
             xaxis = copy.deepcopy(sub.get("xaxis", {}))
             yaxis = copy.deepcopy(sub.get("yaxis", {}))
             xaxis.update(domain=[x0, x1], anchor=f"y{s}")
+            if y_title_first_only and c > 0:
+                yaxis.pop("title", None)
             yaxis.update(domain=[y0, y1], anchor=f"x{s}")
             layout[f"xaxis{s}"], layout[f"yaxis{s}"] = xaxis, yaxis
             for trace in fig.get("data", []):

@@ -100,29 +100,34 @@ def bool_matrix(
 
     mask: (len(y_tokens), len(x_tokens)) bool. Up to ``word_limit`` tokens a side the cells say
     True/False, up to ``letter_limit`` T/F (as PyTorch's printout would, shortened), beyond that
-    only the colour and the hover tell. Hover shows the escaped tokens.
+    only the colour and the hover tell. Up to ``word_limit`` the hover names the escaped tokens;
+    beyond it, their positions (the axes name the tokens), which keeps a large matrix small to send.
     """
     mask = np.asarray(mask, dtype=bool)
     rows, cols = mask.shape
-    ys, xs = [token_label(t) for t in y_tokens], [token_label(t) for t in x_tokens]
     text = np.where(mask, true_text, false_text).astype(object)
     side = max(rows, cols)
     cell_text = text if side <= word_limit else np.where(mask, "T", "F").astype(object)
-    custom = np.empty((rows, cols, 3), dtype=object)  # (query, key, True/False) for the hover
-    for i in range(rows):
-        custom[i, :, 0] = ys[i]
-        custom[i, :, 1] = xs
-    custom[:, :, 2] = text
+    if side <= word_limit:  # small: the hover names the tokens (query, key, True/False) per cell
+        ys, xs = [token_label(t) for t in y_tokens], [token_label(t) for t in x_tokens]
+        custom = np.empty((rows, cols, 3), dtype=object)
+        for i in range(rows):
+            custom[i, :, 0] = ys[i]
+            custom[i, :, 1] = xs
+        custom[:, :, 2] = text
+        hovertemplate = (hover.replace("%{y}", "%{customdata[0]}").replace("%{x}", "%{customdata[1]}")
+                         .replace("%{text}", "%{customdata[2]}"))
+    else:  # large: positions in the hover (the axes name the tokens), and no per-cell payload to send
+        custom = None
+        hovertemplate = hover
     fig = lean_figure(
         go.Heatmap(
-            z=mask.astype(int), x=np.arange(cols), y=np.arange(rows), zmin=0, zmax=1,
+            z=mask.astype(np.int8), x=np.arange(cols), y=np.arange(rows), zmin=0, zmax=1,
             colorscale=[[0, FALSE_COLOR], [0.5, FALSE_COLOR], [0.5, TRUE_COLOR], [1, TRUE_COLOR]],
             showscale=False, text=cell_text, customdata=custom, xgap=1, ygap=1,
             texttemplate="%{text}" if side <= letter_limit else None,
             textfont=dict(size=10 if side <= word_limit else 8),
-            hovertemplate=hover.replace("%{y}", "%{customdata[0]}").replace("%{x}", "%{customdata[1]}")
-            .replace("%{text}", "%{customdata[2]}")
-            + "<extra></extra>",
+            hovertemplate=hovertemplate + "<extra></extra>",
         ),
         title=title,
         height=max(200, min(560, 26 * rows + 110)),

@@ -14,7 +14,8 @@ import torch
 
 from model.masks import decoder_mask, look_ahead_mask, padding_mask
 from ui.charts import axis_labels, heatmap, token_label
-from ui.frozen_figure import freeze
+from ui.figure_grid import combine
+from ui.frozen_figure import FrozenFigure, freeze
 from ui.lean_charts import MASKED_COLOR, PALETTE, bool_matrix, lean, lean_figure
 
 SEED_EXAMPLE_IDS = (1, 2, 3, 0, 0)  # seed 004's target batch [[1, 2, 3, 0, 0]], 0 = <pad>
@@ -247,3 +248,58 @@ def row_figures(ckpt, src_ids: tuple[int, ...], tgt_ids: tuple[int, ...],
                                      marker=dict(symbol="x-thin", size=10, line=dict(width=2, color=MASKED_COLOR))))
     weights.update_yaxes(range=[0, max(1.0, float(steps.weights.max()) * 1.05)])
     return freeze(raw), freeze(masked), freeze(weights)
+
+
+# ------------------------------------------------------------------ one figure per view (ui.figure_grid)
+
+
+@dataclass(frozen=True)
+class PairTokens:
+    """The chosen sentence of the batch: source and decoder-input tokens and ids, with their padding."""
+
+    src_tokens: tuple[str, ...]
+    tgt_tokens: tuple[str, ...]
+    src_ids: tuple[int, ...]
+    tgt_ids: tuple[int, ...]
+    src_pads: int
+    tgt_pads: int
+
+    @classmethod
+    def of(cls, batch, index: int) -> "PairTokens":
+        src, tgt = batch.source[index], batch.decoder_in[index]
+        return cls(tuple(src.tokens), tuple(tgt.tokens), tuple(src.ids), tuple(tgt.ids),
+                   len(src.ids) - src.length, len(tgt.ids) - tgt.length)
+
+
+@functools.lru_cache(maxsize=64)
+def matrices_figure(src_tokens: tuple[str, ...], tgt_tokens: tuple[str, ...], src_ids: tuple[int, ...],
+                    tgt_ids: tuple[int, ...], use_padding: bool, use_look_ahead: bool,
+                    labels: tuple[str, ...]) -> FrozenFigure:
+    """The three masks of :func:`mask_figures` side by side, as one figure."""
+    return combine([list(mask_figures(src_tokens, tgt_tokens, src_ids, tgt_ids, use_padding, use_look_ahead,
+                                      labels))], gap_x=0.08, y_title_first_only=True)
+
+
+@functools.lru_cache(maxsize=256)
+def effect_figure(ckpt, src_ids: tuple[int, ...], tgt_ids: tuple[int, ...], src_tokens: tuple[str, ...],
+                  tgt_tokens: tuple[str, ...], use_padding: bool, use_look_ahead: bool, layer: int, head: int,
+                  titles: tuple[str, str, str, str], axis: tuple[str, str]) -> FrozenFigure:
+    """Encoder (top) and decoder (bottom) self-attention, each with its mask as switched (left) and
+    flipped (right): :func:`attention_figure` four times, as one figure."""
+    cells = []
+    for row, kind in enumerate(KINDS):
+        tokens = src_tokens if kind == "encoder" else tgt_tokens
+        flipped = (not use_padding, use_look_ahead) if kind == "encoder" else (use_padding, not use_look_ahead)
+        cells.append([attention_figure(ckpt, src_ids, tgt_ids, tokens, kind, pad_on, ahead_on, layer, head,
+                                       (titles[2 * row + n],) + axis)
+                      for n, (pad_on, ahead_on) in enumerate(((use_padding, use_look_ahead), flipped))])
+    return combine(cells, gap_x=0.1, row_gap=120, y_title_first_only=True)  # room for turned token labels
+
+
+@functools.lru_cache(maxsize=256)
+def row_figure(ckpt, src_ids: tuple[int, ...], tgt_ids: tuple[int, ...], tokens: tuple[str, ...], kind: str,
+               use_padding: bool, use_look_ahead: bool, layer: int, head: int, query: int,
+               labels: tuple[str, ...]) -> FrozenFigure:
+    """The three steps of :func:`row_figures` side by side, as one figure."""
+    return combine([list(row_figures(ckpt, src_ids, tgt_ids, tokens, kind, use_padding, use_look_ahead, layer,
+                                     head, query, labels))], gap_x=0.06, y_title_first_only=True)

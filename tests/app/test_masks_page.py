@@ -23,8 +23,29 @@ def open_masks(app, **query: str) -> AppTest:
     return open_script(app, "app_pages/masks.py", {"lang": "en", **query})
 
 
+# The page shows one section at a time, each as one figure of cells (ui.figure_grid).
+CELLS = {
+    "matrix_padding": ("matrices", 1), "matrix_look_ahead": ("matrices", 2), "matrix_combined": ("matrices", 3),
+    "attention_encoder_0": ("effect", 1), "attention_encoder_1": ("effect", 2),
+    "attention_decoder_0": ("effect", 3), "attention_decoder_1": ("effect", 4),
+    "row_raw": ("row", 1), "row_masked": ("row", 2), "row_weights": ("row", 3),
+}
+
+
+def show(at: AppTest, section: str) -> AppTest:
+    """Switch the page to ``section`` (matrices, printout, effect, row) unless it is shown already."""
+    control = at.segmented_control(key="masks.section")
+    if control.value != section:
+        clean(control.set_value(section).run())
+        assert at.query_params["mask_view"] in (section, [section])
+    return at
+
+
 def chart(at: AppTest, key: str) -> dict:
-    return helpers.chart(at, f"masks.{key}")
+    """One picture of the page (e.g. ``matrix_padding``), switching to its section first."""
+    section, n = CELLS[key]
+    show(at, section)
+    return helpers.figure_cell(helpers.chart(at, f"masks.{section}"), n)
 
 
 def z_of(figure: dict) -> np.ndarray:
@@ -56,7 +77,8 @@ def test_default_view_in_both_languages(app, lang):
     assert at.title[0].value == translate("masks.title", lang)
     assert any(r"\mathrm{Attention}" in lat.value for lat in at.latex)
     assert at.toggle(key="masks.padding").value is True and at.toggle(key="masks.look_ahead").value is True
-    assert len(at.get("plotly_chart")) == 3 + 4 + 3
+    assert at.segmented_control(key="masks.section").value == "matrices"
+    assert len(at.get("plotly_chart")) == 1  # the three masks, as one figure
     assert at.get("page_link")[0].proto.page.strip("/") == "training"
     assert at.selectbox(key="batch.sentence").value == 0
 
@@ -72,12 +94,14 @@ def test_masks_are_shown_as_true_false_matrices(app):
     assert (z_of(combined) == expected).all()
     trace = padding["data"][0]
     assert trace["text"][0][0] == "T" and trace["text"][0][5] == "F"  # 25 a side: letters
-    assert trace["customdata"][0][5][2] == "False" and trace["texttemplate"] == "%{text}"
+    assert trace["texttemplate"] == "%{text}"
+    # 25 a side: the hover gives positions (the axes name the tokens), nothing per cell to send
+    assert trace.get("customdata") is None and "%{text}" in trace["hovertemplate"]
     assert ticks(padding)[:4] == ["h", "i", "!", "&lt;pad&gt;"]
 
 
 def test_printouts_and_the_corrected_seed_example(app):
-    at = open_masks(app, sent="2")
+    at = open_masks(app, sent="2", mask_view="printout")
     codes = [c.value for c in at.code]
     assert codes[0].startswith("tensor([[[[ True,  True,  True, False,")
     assert codes[1].startswith("tensor([[ True, False,")
@@ -126,19 +150,19 @@ def test_both_switches_off(app):
     at = open_masks(app, mask_pad="false", mask_ahead="false", sent="2")
     for key in ("padding", "look_ahead", "combined"):
         assert (z_of(chart(at, f"matrix_{key}")) == 1).all()
-    assert [c.value for c in at.code][:3] == ["None", "None", "None"]
+    assert [c.value for c in show(at, "printout").code][:3] == ["None", "None", "None"]
     assert (z_of(chart(at, "attention_encoder_0")) > 0).all()
 
 
 def test_the_longest_sentence_has_nothing_to_pad(app):
     at = open_masks(app, sent="1")
     assert any(i.value == text("matrices.no_padding") for i in at.info)
-    assert text("effect.encoder_nothing") in captions(at)
+    assert any(text("effect.encoder_nothing") in c for c in captions(show(at, "effect")))
 
 
 @pytest.mark.parametrize(("layer", "head"), [(0, 0), (N_LAYERS - 1, N_HEADS - 1)])
 def test_layer_and_head_extremes(app, layer, head):
-    at = open_masks(app)
+    at = open_masks(app, mask_view="effect")
     at.selectbox(key="masks.layer").set_value(layer)
     clean(at.selectbox(key="masks.head").set_value(head).run())
     assert at.query_params["mask_layer"] in (str(layer), [str(layer)])
@@ -146,7 +170,7 @@ def test_layer_and_head_extremes(app, layer, head):
 
 
 def test_out_of_range_layer_in_the_url_is_refused(app):
-    at = open_masks(app, mask_layer="7")
+    at = open_masks(app, mask_layer="7", mask_view="effect")
     assert at.selectbox(key="masks.layer").value == 0
     assert len(at.toast) == 1
 
@@ -156,7 +180,7 @@ def test_out_of_range_layer_in_the_url_is_refused(app):
 
 @pytest.mark.parametrize("kind", ["encoder", "decoder"])
 def test_row_steps_at_both_query_extremes(app, kind):
-    at = open_masks(app, sent="2", mask_kind=kind)
+    at = open_masks(app, sent="2", mask_kind=kind, mask_view="row")
     last = 24 if kind == "encoder" else 25
     for query in (0, last):
         clean(at.select_slider(key="masks.query").set_value(query).run())
@@ -170,13 +194,13 @@ def test_row_steps_at_both_query_extremes(app, kind):
 
 
 def test_row_steps_without_masks_hide_nothing(app):
-    at = open_masks(app, mask_pad="false", mask_ahead="false", mask_kind="decoder", mask_query="3")
+    at = open_masks(app, mask_pad="false", mask_ahead="false", mask_kind="decoder", mask_query="3", mask_view="row")
     weights = chart(at, "row_weights")
     assert len(weights["data"]) == 1 and (values(weights["data"][0]["y"]) > 0).all()
 
 
 def test_switching_to_a_shorter_sentence_keeps_the_query_in_range(app):
-    at = open_masks(app, mask_kind="encoder", sent="1")
+    at = open_masks(app, mask_kind="encoder", sent="1", mask_view="row")
     clean(at.select_slider(key="masks.query").set_value(24).run())
     clean(at.selectbox(key="batch.sentence").set_value(2).run())
     assert at.select_slider(key="masks.query").value == 24  # the batch is padded to the longest
@@ -202,7 +226,7 @@ def test_bad_input_never_breaks_the_page(app, name, lang):
         assert translate("common.input.truncated", lang, limit=48) in warnings
     if name == "many_lines":
         assert translate("common.input.too_many_lines", lang, limit=8, count=12) in warnings
-    assert len(at.get("plotly_chart")) == 10
+    assert len(at.get("plotly_chart")) == 1
     for figure in (chart(at, "matrix_padding"), chart(at, "attention_encoder_0")):
         labels = "".join(ticks(figure))
         assert "<b>" not in labels and "<s>" not in labels and "<script>" not in labels
@@ -211,8 +235,10 @@ def test_bad_input_never_breaks_the_page(app, name, lang):
 def test_without_a_model_the_masks_still_show(app, monkeypatch, tmp_path):
     monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
     at = open_masks(app)
-    assert len(at.get("plotly_chart")) == 3
-    assert any(i.value == text("effect.no_model") for i in at.info)
+    assert len(at.get("plotly_chart")) == 1
+    assert (z_of(chart(at, "matrix_padding"))[:, :11] == 1).all()
+    show(at, "effect")
+    assert any(i.value == text("effect.no_model") for i in at.info) and not at.get("plotly_chart")
 
 
 def test_the_batch_is_shared_with_the_tokens_page_and_survives_page_switches(app):
@@ -246,5 +272,6 @@ def test_small_masks_spell_out_true_and_false(app):
     at = open_masks(app, batch="abc\nab", sent="1")
     trace = chart(at, "matrix_padding")["data"][0]
     assert trace["text"][0] == ["True", "True", "False"]
+    assert trace["customdata"][0][2] == ["a", "&lt;pad&gt;", "False"]  # small: the hover names the tokens
     zh = open_masks(app, lang="zh", batch="abc\nab", sent="1")
     assert chart(zh, "matrix_padding")["data"][0]["text"][0][2] == translate("masks.matrices.false", "zh")

@@ -82,15 +82,14 @@ def test_masks_page(page, wait_for_app, screenshot, lang):
     p = page(f"/masks?lang={lang}&sent=2")
     assert_page(p, "masks", lang)
     model = has_model(p, lang)
-    wait_for_charts(p, 10 if model else 3)
+    wait_for_charts(p, 1)  # the section shown: the three masks, as one figure
     screenshot(p, f"issue5_masks_default_{lang}")
     padding = translate("masks.padding_switch", lang)
     ahead = translate("masks.look_ahead_switch", lang)
     flip(p, padding)
     wait_for_url(p, wait_for_app, "mask_pad=false")
-    if model:
-        expect(p.get_by_text(translate("masks.effect.encoder_title", lang,
-                                       state=translate("masks.effect.off", lang))).first).to_be_visible()
+    expect(p.get_by_text(translate("masks.matrices.padding", lang) + translate("masks.matrices.off", lang))
+           ).to_be_visible()
     screenshot(p, f"issue5_masks_padding_off_{lang}")
     flip(p, ahead)
     wait_for_url(p, wait_for_app, "mask_ahead=false")
@@ -101,15 +100,31 @@ def test_masks_page(page, wait_for_app, screenshot, lang):
     flip(p, ahead)
     wait_for_url(p, wait_for_app, "mask_ahead=true")
     if model:
-        wait_for_charts(p, 10)
+        show(p, wait_for_app, "effect", lang)
+        wait_for_charts(p, 1)
+        flip(p, padding)
+        wait_for_url(p, wait_for_app, "mask_pad=false")
+        expect(p.get_by_text(translate("masks.effect.encoder_title", lang,
+                                       state=translate("masks.effect.off", lang))).first).to_be_visible()
+        screenshot(p, f"issue5_masks_effect_padding_off_{lang}")
+        flip(p, padding)
+        wait_for_url(p, wait_for_app, "mask_pad=true")
+        show(p, wait_for_app, "row", lang)
         p.locator('[data-testid="stRadio"]').get_by_text(translate("masks.row.kind_encoder", lang), exact=True).click()
         wait_for_url(p, wait_for_app, "mask_kind=encoder")
         p.get_by_role("slider").last.focus()
         p.keyboard.press("End")
         wait_for_url(p, wait_for_app, "mask_query=24")
-    p.get_by_text(translate("masks.printout.heading", lang)).click()
+        screenshot(p, f"issue5_masks_row_{lang}")
+    show(p, wait_for_app, "printout", lang)
     expect(p.get_by_text("decoder_mask(torch.tensor([[1, 2, 3, 0, 0]]))")).to_be_visible()
-    screenshot(p, f"issue5_masks_row_and_printout_{lang}")
+    screenshot(p, f"issue5_masks_printout_{lang}")
+
+
+def show(p, wait_for_app, section: str, lang: str) -> None:
+    """Pick a section of the masks page (its segmented control)."""
+    p.get_by_role("radio", name=translate(f"masks.{section}.heading", lang), exact=True).click()
+    wait_for_url(p, wait_for_app, f"mask_view={section}")
 
 
 @pytest.mark.parametrize("lang", LANGS)

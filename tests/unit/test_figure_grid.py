@@ -57,3 +57,15 @@ def test_a_legend_only_where_the_figure_alone_would_have_one():
     spec = combine([[two_lines, one_bar]]).to_dict()
     assert spec["layout"]["showlegend"] is True
     assert [t.get("showlegend") for t in spec["data"]] == [None, None, False], "the lone bar stays out of it"
+
+
+def test_y_titles_can_be_kept_on_the_first_cell_of_a_row_only():
+    def titled(name: str) -> go.Figure:
+        fig = bars(name)
+        fig.update_yaxes(title="query")
+        return fig
+
+    layout = combine([[titled("a"), titled("b")]], y_title_first_only=True).to_dict()["layout"]
+    assert layout["yaxis"]["title"]["text"] == "query" and "title" not in layout["yaxis2"]
+    layout = combine([[titled("a"), titled("b")]]).to_dict()["layout"]
+    assert layout["yaxis2"]["title"]["text"] == "query"
