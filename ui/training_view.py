@@ -84,8 +84,6 @@ def settings_form() -> ts.Settings:
             st.number_input(t("training.settings.steps"), STEPS.lo, STEPS.hi, step=100,
                             key=bind(STEPS, key=KEYS["max_steps"]),
                             help=t("training.settings.steps_help", seconds=int(ts.max_run_seconds())))
-        st.slider(t("training.settings.warmup"), WARMUP.lo, WARMUP.hi, key=bind(WARMUP, key=KEYS["warmup"]),
-                  help=t("training.settings.warmup_help"))
         st.slider(t("training.settings.factor"), FACTOR.lo, FACTOR.hi, step=FACTOR.step,
                   key=bind(FACTOR, key=KEYS["factor"]), help=t("training.settings.factor_help"))
         a, b = st.columns(2)
@@ -99,10 +97,16 @@ def settings_form() -> ts.Settings:
                   help=t("training.settings.padding_help"))
         st.toggle(t("training.settings.look_ahead"), key=bind(LOOK_AHEAD, key=KEYS["use_look_ahead_mask"]),
                   help=t("training.settings.look_ahead_help"))
-    settings = read_settings()
     with right:
-        planned_schedule(settings)
-    return settings
+        st.subheader(t("training.schedule.heading"))
+        st.latex(r"\mathrm{lr}(s) = \mathrm{factor}\cdot d_{\mathrm{model}}^{-0.5}\cdot"
+                 r"\min\!\left(s^{-0.5},\; s\cdot \mathrm{warmup}^{-1.5}\right)")
+        compare_key = bind(COMPARE, key=COMPARE_KEY)  # before the fragment reads it
+        planned_schedule()
+        if ts.settings_problem(read_settings()) is None:
+            st.slider(t("training.schedule.compare"), COMPARE.lo, COMPARE.hi, key=compare_key,
+                      help=t("training.schedule.compare_help"))
+    return read_settings()
 
 
 def _preset_label(task: str, preset: str) -> str:
@@ -119,18 +123,21 @@ def read_settings() -> ts.Settings:
     return ts.Settings(**values)
 
 
-def planned_schedule(settings: ts.Settings) -> None:
-    """The Noam curve the next run will follow (and a second warmup to compare), with the formula."""
-    st.subheader(t("training.schedule.heading"))
-    st.latex(r"\mathrm{lr}(s) = \mathrm{factor}\cdot d_{\mathrm{model}}^{-0.5}\cdot"
-             r"\min\!\left(s^{-0.5},\; s\cdot \mathrm{warmup}^{-1.5}\right)")
+@st.fragment
+def planned_schedule() -> None:
+    """The warmup slider and the Noam curve the next run will follow (and the second warmup of the
+    slider below it, to compare). A fragment drawing few elements (each costs the server a message):
+    moving the warmup reruns only this. The other settings are read from the session (their
+    widgets, the compare slider included, rerun the page)."""
+    st.slider(t("training.settings.warmup"), WARMUP.lo, WARMUP.hi, key=bind(WARMUP, key=KEYS["warmup"]),
+              help=t("training.settings.warmup_help"))
+    settings = read_settings()
     problem = ts.settings_problem(settings)
     if problem is not None:
         st.error(t(problem[0], **problem[1]), icon=":material/block:")
         return
     d_model = ts.d_model_of(settings.preset)
-    compare = st.slider(t("training.schedule.compare"), COMPARE.lo, COMPARE.hi, key=bind(COMPARE, key=COMPARE_KEY),
-                        help=t("training.schedule.compare_help"))
+    compare = st.session_state.get(COMPARE_KEY, COMPARE.default)  # its slider is below, outside
     curves = [(t("training.schedule.series", warmup=settings.warmup), settings.warmup)]
     if compare and compare != settings.warmup:
         curves.append((t("training.schedule.series", warmup=compare), compare))

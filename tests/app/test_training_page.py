@@ -257,3 +257,19 @@ def test_a_failing_run_says_why_offers_no_model_and_the_app_keeps_serving(app, m
     assert not at.main.error
     assert at.button(key="training.stop").disabled is False
     clean(at.button(key="training.stop").click().run())
+
+
+def test_the_compare_slider_adds_a_second_curve_from_the_link_and_when_moved(app):
+    def series(at: AppTest) -> set[str]:
+        spec = charts(at)[0].proto.spec
+        return {w for w in (100, 250, 400, 800) if translate("training.schedule.series", "en", warmup=w) in spec}
+
+    at = open_training(app, tr_warmup="100", tr_cmp="250")  # the chart reads the link's value on first draw
+    assert at.slider(key="training.compare").value == 250
+    assert series(at) == {100, 250}
+    clean(at.slider(key="training.compare").set_value(400).run())
+    assert at.query_params["tr_cmp"] in ("400", ["400"]) and series(at) == {100, 400}
+    clean(at.slider(key="training.compare").set_value(100).run())  # the same warmup: one curve
+    assert series(at) == {100}
+    clean(at.slider(key="training.warmup").set_value(800).run())
+    assert series(at) == {800, 100}
