@@ -121,6 +121,10 @@ SETTINGS = [
         IntParam("mask_head", 0, lo=0, hi=N_HEADS - 1),
         Live("mask_query", lambda at: IntParam("mask_query", 0, lo=0,
                                                hi=len(at.select_slider(key="masks.query").options) - 1)),
+    ), context={"mask_view": "row"}),  # the section that reads every one of them
+    Settings("masks_view", "app_pages/masks.py", (
+        MODEL, SENT, BoolParam("mask_pad", True), BoolParam("mask_ahead", True),
+        ChoiceParam("mask_view", "matrices", choices=("matrices", "printout", "effect", "row")),
     )),
     Settings("positional", "app_pages/positional_encoding.py", (
         MODEL, IntParam("pe_d", 64, lo=2, hi=256, step=2), IntParam("pe_len", 50, lo=2, hi=128),
