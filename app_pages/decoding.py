@@ -85,20 +85,20 @@ def step_view(cfg, trace: "dv.DecodeTrace", strategy: str, layer: int, head: int
     if STEP_KEY in st.session_state and st.session_state[STEP_KEY] > n:
         st.session_state[STEP_KEY] = n
     if n > 1:
-        step = st.slider(t("decoding.steps.step"), 1, n, key=bind(IntParam("dec_step", 1, lo=1, hi=n), key=STEP_KEY))
+        key = bind(IntParam("dec_step", 1, lo=1, hi=n), key=STEP_KEY)
+        step = st.session_state[key]
+        current = trace.steps[step - 1]
+        # The step's status is the slider's label (a slider is known by its key and range, so a
+        # new label keeps it): one element fewer to send on every step.
+        st.slider(step_status(trace, step), 1, n, key=key)
         with st.container(horizontal=True):
             st.button(t("decoding.steps.previous"), icon=":material/chevron_left:", on_click=move_step, args=(-1, n),
                       key="decoding.prev", disabled=step <= 1)
             st.button(t("decoding.steps.next"), icon=":material/chevron_right:", icon_position="right",
                       on_click=move_step, args=(1, n), key="decoding.next", disabled=step >= n)
     else:
-        step = 1
-    current = trace.steps[step - 1]
-    prefix = " ".join(dv.visible(tok) for tok in current.prefix)
-    written = "".join(tok for tok in dv.generated_tokens(trace, step) if tok != dv.EOS)
-    st.markdown(t("decoding.steps.status", step=step, n=n, prefix=markdown_literal(prefix, limit=200),
-                  chosen=markdown_literal(dv.visible(current.chosen)), p=f"{current.chosen_prob:.3f}")
-                + f"  \n{t('decoding.steps.written')}: **{markdown_literal(written, limit=200) or '∅'}**")
+        step, current = 1, trace.steps[0]
+        st.markdown(step_status(trace, step))
     if current.chosen == dv.EOS:
         st.success(t("decoding.steps.done", output=markdown_literal(trace.output, limit=80)),
                    icon=":material/flag:")
@@ -109,6 +109,16 @@ def step_view(cfg, trace: "dv.DecodeTrace", strategy: str, layer: int, head: int
                     key="decoding.step_figure", config=PLOT_CONFIG)
     if strategy == "beam" and trace.beams and step <= len(trace.beams):
         st.dataframe(dv.beams_table(trace, beam_columns(), step), hide_index=True, width="stretch")
+
+
+def step_status(trace: "dv.DecodeTrace", step: int) -> str:
+    """Markdown: step ``step`` of ``n``, what the decoder reads and writes, and what it has written so far."""
+    current = trace.steps[step - 1]
+    prefix = " ".join(dv.visible(tok) for tok in current.prefix)
+    written = "".join(tok for tok in dv.generated_tokens(trace, step) if tok != dv.EOS)
+    return (t("decoding.steps.status", step=step, n=len(trace.steps), prefix=markdown_literal(prefix, limit=200),
+              chosen=markdown_literal(dv.visible(current.chosen)), p=f"{current.chosen_prob:.3f}")
+            + f" {t('decoding.steps.written')}: **{markdown_literal(written, limit=200) or '∅'}**")
 
 
 def step_texts() -> dict[str, str]:

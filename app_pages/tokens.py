@@ -25,20 +25,20 @@ if ckpt is None:
 
 @st.fragment
 def batch_view(sentences: tuple[str, ...], tokenizer, task_name: str) -> None:
-    """One side of the batch as tokens and as ids. A fragment, drawing as few elements as it can
-    (each costs the server a message), so switching sides reruns only this."""
+    """One side of the batch as tokens and as ids, with what it is (one HTML element). A fragment,
+    drawing as few elements as it can (each costs the server a message), so switching sides reruns
+    only this."""
     batch = tv.cached_batch(sentences, tokenizer, task_name)
     row_labels = tuple(t("tokens.batch.row", n=n + 1) for n in range(len(sentences)))
     side = st.segmented_control(t("tokens.batch.side"), SIDE.choices, key=bind(SIDE, key="tokens.side"),
                                 format_func=lambda s: t(f"tokens.batch.side_{s}"), required=True)
     side = side or SIDE.default
     rows = batch.side(side)
-    st.html(tv.side_tables_html(sentences, tokenizer, task_name, side, row_labels,
-                                (t("tokens.batch.tab_tokens"), t("tokens.batch.tab_ids"))))
     width = len(rows[0].ids)
     pads = sum(len(row.ids) - row.length for row in rows)
-    st.caption(t(f"tokens.batch.caption_{side}", b=len(rows), s=width, pads=pads, cells=len(rows) * width)
-               + " " + t("tokens.batch.legend"))
+    caption = t(f"tokens.batch.caption_{side}", b=len(rows), s=width, pads=pads, cells=len(rows) * width)
+    st.html(tv.side_tables_html(sentences, tokenizer, task_name, side, row_labels,
+                                (t("tokens.batch.tab_tokens"), t("tokens.batch.tab_ids")), caption))
 
 
 # ------------------------------------------------------------------ the text → the batch
@@ -52,6 +52,7 @@ if prepared.sentences:
     sentences = tuple(prepared.sentences)
     batch = tv.cached_batch(sentences, tokenizer, task_name)
     batch_view(sentences, tokenizer, task_name)
+    st.caption(t("tokens.batch.legend"))
     if any(target is None for target in batch.targets):
         st.info(t("tokens.batch.no_target"), icon=":material/info:")
 

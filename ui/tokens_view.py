@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,13 +141,21 @@ def side_table_html(sentences: tuple[str, ...], tokenizer: CharTokenizer, task_n
 
 @functools.lru_cache(maxsize=128)
 def side_tables_html(sentences: tuple[str, ...], tokenizer: CharTokenizer, task_name: str | None, side: str,
-                     row_labels: tuple[str, ...], headings: tuple[str, str]) -> str:
-    """One side of the batch as two HTML tables, tokens then ids, each under its heading, cached
-    (one element for the page to send instead of two)."""
+                     row_labels: tuple[str, ...], headings: tuple[str, str], caption: str = "") -> str:
+    """One side of the batch as two HTML tables, tokens then ids, each under its heading, and
+    ``caption`` (Markdown with `code` spans) below them, cached: one element for the page to send."""
     parts = [f'<div class="tp-batch-{values}"><p><strong>{html.escape(heading)}</strong></p>'
              f"{side_table_html(sentences, tokenizer, task_name, side, row_labels, values)}</div>"
              for values, heading in zip(("tokens", "ids"), headings)]
+    if caption:
+        parts.append(f'<p class="tp-caption" style="font-size: 0.875rem; opacity: 0.7; margin-top: 0.5rem">'
+                     f"{code_spans_html(caption)}</p>")
     return "".join(parts)
+
+
+def code_spans_html(text: str) -> str:
+    """``text`` escaped for HTML, its Markdown `code` spans drawn as ``<code>``."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 @functools.lru_cache(maxsize=128)

@@ -149,12 +149,13 @@ def planned_schedule() -> None:
         peak=charts.peak_points(d_model, settings.factor, settings.max_steps, tuple(curves)),
     ), height=charts.CHART_HEIGHT, key="training.planned_chart")
     peak = charts.peak_lr(d_model, settings.warmup, settings.factor)
-    st.latex(rf"\mathrm{{lr}}_{{\max}} = \mathrm{{lr}}(\mathrm{{warmup}}) = {settings.factor:g}\cdot {d_model}^{{-0.5}}"
-             rf"\cdot {settings.warmup}^{{-0.5}} = {charts.latex_number(peak)}")
+    worked = (rf"$\mathrm{{lr}}_{{\max}} = \mathrm{{lr}}(\mathrm{{warmup}}) = {settings.factor:g}\cdot "
+              rf"{d_model}^{{-0.5}}\cdot {settings.warmup}^{{-0.5}} = {charts.latex_number(peak)}$")
     if settings.warmup > settings.max_steps:
-        st.caption(t("training.schedule.peak_after_cap", warmup=settings.warmup, steps=settings.max_steps))
+        words = t("training.schedule.peak_after_cap", warmup=settings.warmup, steps=settings.max_steps)
     else:
-        st.caption(t("training.schedule.peak_caption", warmup=settings.warmup, d_model=d_model))
+        words = t("training.schedule.peak_caption", warmup=settings.warmup, d_model=d_model)
+    st.caption(worked + "  \n" + words)  # one element: the fragment reruns on every warmup change
 
 
 # ------------------------------------------------------------------ buttons

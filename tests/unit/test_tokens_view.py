@@ -109,3 +109,10 @@ def test_stage_figures_share_one_colour_scale():
 
 def test_markdown_safe_escapes_only_text():
     assert tv.markdown_safe({"chars": "* _ <b>", "limit": 48}) == {"chars": r"\* \_ \<b\>", "limit": 48}
+
+
+def test_code_spans_become_code_and_everything_else_is_escaped():
+    from ui.tokens_view import code_spans_html
+
+    assert code_spans_html("no `<bos>`/`<eos>` here & <b>x</b>") == (
+        "no <code>&lt;bos&gt;</code>/<code>&lt;eos&gt;</code> here &amp; &lt;b&gt;x&lt;/b&gt;")
