@@ -12,7 +12,7 @@ from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
 from ui.text_input import MAX_CHARS, prepare_sentence
-from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, markdown_literal
+from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
 
 SECTIONS = ("steps", "compare", "forcing")
 SECTION = ChoiceParam("dec_view", "steps", choices=SECTIONS)
@@ -82,8 +82,7 @@ def step_view(cfg, trace: "dv.DecodeTrace", strategy: str, layer: int, head: int
     and it draws as few elements as it can (each costs the server a message): the step's three
     pictures are one figure."""
     n = len(trace.steps)
-    if STEP_KEY in st.session_state and st.session_state[STEP_KEY] > n:
-        st.session_state[STEP_KEY] = n
+    clamp_state(STEP_KEY, n)
     if n > 1:
         key = bind(IntParam("dec_step", 1, lo=1, hi=n), key=STEP_KEY)
         step = st.session_state[key]

@@ -8,7 +8,7 @@ from ui.models import selected_model
 from ui.nav import link, tour_links
 from ui.text_input import MAX_LINES, prepare_sentences
 from ui.tour import stop
-from ui.url_state import BoolParam, ChoiceParam, IntParam, bind
+from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
 
 SECTIONS = ("matrices", "printout", "effect", "row")
 SECTION = ChoiceParam("mask_view", default="matrices", choices=SECTIONS)
@@ -91,12 +91,6 @@ def effect_captions(ckpt, pair: "mv.PairTokens", use_padding: bool, use_look_ahe
             if not hideable.any():
                 break  # the same words would follow for the flipped map
     return lines
-
-
-def clamp_state(key: str, hi: int) -> None:
-    """Keep a bound index inside a range that just shrank (fewer sentences, layers or positions)."""
-    if st.session_state.get(key, 0) > hi:
-        st.session_state[key] = hi
 
 
 st.title(t("masks.title"))

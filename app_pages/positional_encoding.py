@@ -10,7 +10,7 @@ from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
 from ui.text_input import prepare_sentence
-from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind
+from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind, clamp_state
 
 D_MODEL = IntParam("pe_d", default=64, lo=2, hi=256, step=2)  # sin/cos pairs: even sizes only
 POSITIONS = IntParam("pe_len", default=50, lo=2, hi=128)
@@ -38,8 +38,7 @@ def frequency(positions: int, d_model: int, base: float) -> None:
     the server a message), so scrubbing through the pairs reruns only this."""
     pairs = d_model // 2
     PAIR = IntParam("pe_pair", default=0, lo=0, hi=pairs - 1)
-    if st.session_state.get("positional.pair", 0) > PAIR.hi:
-        st.session_state["positional.pair"] = PAIR.hi
+    clamp_state("positional.pair", PAIR.hi)
     if pairs > 1:
         pair = st.slider(t("positional.table.pair"), 0, pairs - 1, key=bind(PAIR, key="positional.pair"),
                          format="%d", help=t("positional.table.pair_help"))

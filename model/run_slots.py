@@ -8,8 +8,8 @@ from typing import Callable
 class RunSlots:
     """At most ``capacity`` holders at a time; the rest wait in arrival order.
 
-    Each holder is any object (a run). ``position(holder)`` is 0 for a holder with a slot (or none
-    waiting), else its 1-based place in the queue.
+    Each holder is any object (a run). ``place(holder)`` gives its 1-based place in the queue (0 for a
+    holder with a slot, or none waiting) together with how many wait.
     """
 
     def __init__(self, capacity: int) -> None:
@@ -51,12 +51,8 @@ class RunSlots:
         with self._cond:
             self._cond.notify_all()
 
-    def position(self, holder: object) -> int:
-        with self._cond:
-            return self._queue.index(holder) + 1 if holder in self._queue else 0
-
     def place(self, holder: object) -> tuple[int, int]:
-        """``(position(holder), waiting)`` read together, so the two always agree."""
+        """``(1-based place of holder in the queue or 0, waiting)``, read together so they agree."""
         with self._cond:
             position = self._queue.index(holder) + 1 if holder in self._queue else 0
             return position, len(self._queue)

@@ -303,22 +303,28 @@ def attention_csv(weights: np.ndarray, query_tokens: Sequence[str], key_tokens: 
 def long_attention_csv(maps: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str],
                        heads: Sequence[int], layer: int) -> str:
     """Weights of ``heads`` (1-based) of one layer, ``maps`` (H, T_q, T_k), one line per (head, query, key)."""
-    rows = [
-        (layer, head, i, query_tokens[i], j, key_tokens[j], round(float(maps[head - 1, i, j]), 6))
-        for head in heads for i in range(maps.shape[1]) for j in range(maps.shape[2])
-    ]
-    frame = pd.DataFrame(rows, columns=["layer", "head", "query_position", "query_token", "key_position",
-                                        "key_token", "weight"])
-    return frame.to_csv(index=False)
+    return _long_csv(_long_rows(maps, query_tokens, key_tokens, heads, layer))
+
+
+LONG_COLUMNS = ["layer", "head", "query_position", "query_token", "key_position", "key_token", "weight"]
+
+
+def _long_rows(maps: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str], heads: Sequence[int],
+               layer: int) -> list[tuple]:
+    return [(layer, head, i, query_tokens[i], j, key_tokens[j], round(float(maps[head - 1, i, j]), 6))
+            for head in heads for i in range(maps.shape[1]) for j in range(maps.shape[2])]
+
+
+def _long_csv(rows: list[tuple]) -> str:
+    return pd.DataFrame(rows, columns=LONG_COLUMNS).to_csv(index=False)
 
 
 def every_head_csv(maps: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str]) -> str:
     """Weights of every head of every layer, ``maps`` (L, H, T_q, T_k), in the long format of
     :func:`long_attention_csv` (one line per layer, head, query and key)."""
     heads = range(1, maps.shape[1] + 1)
-    parts = [long_attention_csv(maps[layer - 1], query_tokens, key_tokens, heads, layer)
-             for layer in range(1, maps.shape[0] + 1)]
-    return parts[0] + "".join(part.split("\n", 1)[1] for part in parts[1:])
+    return _long_csv([row for layer in range(1, maps.shape[0] + 1)
+                      for row in _long_rows(maps[layer - 1], query_tokens, key_tokens, heads, layer)])
 
 
 # ------------------------------------------------------------------ figures (pure builders)
@@ -338,7 +344,7 @@ def build_grid_figure(
 ) -> go.Figure:
     """Layers x heads small heatmaps of ``maps`` (L, H, T_q, T_k) on one shared colour scale.
 
-    ``titles``: L*H subplot titles, row by row (:func:`grid_frame` outlines the chosen map).
+    ``titles``: L*H subplot titles, row by row.
     ``hover``: a template with ``{layer}``, ``{head}`` placeholders filled per subplot, and
     ``%{customdata[0]}`` (query), ``%{customdata[1]}`` (key), ``%{customdata[2]:.3f}`` (weight).
     Each subplot has an invisible scatter point on every cell: clicking one selects the point, and
@@ -388,14 +394,6 @@ def build_grid_figure(
     for annotation in fig.layout.annotations:
         annotation.font = dict(size=12)
     return fig
-
-
-def grid_frame(n_heads: int, layer: int, head: int) -> dict:
-    """A layout shape outlining map (layer, head), 1-based, of a grid with ``n_heads`` columns."""
-    n = (layer - 1) * n_heads + head
-    suffix = "" if n == 1 else str(n)
-    return dict(type="rect", xref=f"x{suffix} domain", yref=f"y{suffix} domain", x0=-0.02, y0=-0.02, x1=1.02,
-                y1=1.02, line=dict(color="#d62728", width=3))
 
 
 def build_zoom_figure(weights: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str], *,

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
-from ui.frozen_figure import FrozenFigure, freeze
+from ui.frozen_figure import FrozenFigure, freeze, frozen_from_dict
 
 GAP_X = 0.07  # horizontal space between cells (fraction of the width): the next cell's y tick labels
 TITLE_BAND_PX = 34  # space above each row of cells for the cells' titles
@@ -146,6 +146,4 @@ def combine(rows: Sequence[Sequence[go.Figure]], *, widths: Sequence[Sequence[fl
                     layout[key] = d["layout"][key]
     if "template" not in layout and "template" in first:
         layout["template"] = first["template"]
-    combined = FrozenFigure()
-    combined.__dict__["_frozen_dict"] = {"data": data, "layout": layout}
-    return combined
+    return frozen_from_dict({"data": data, "layout": layout})

@@ -47,16 +47,11 @@ def freeze(fig: go.Figure) -> go.Figure:
     return fig
 
 
-def with_shapes(fig: go.Figure, shapes: list[dict]) -> FrozenFigure:
-    """A frozen figure that draws as ``fig`` plus ``shapes`` (plain layout-shape dicts), built without
-    copying or validating ``fig`` again: e.g. a frame around the chosen map of a large grid.
-
-    The result is for drawing only (``st.plotly_chart`` reads ``to_dict()``); its plotly
-    attributes (``.data``, ``.layout``) are empty.
+def frozen_from_dict(spec: dict) -> FrozenFigure:
+    """A frozen figure that draws as the plotly figure dict ``spec``, built without validating it
+    (e.g. :func:`ui.figure_grid.combine`'s cells). For drawing only (``st.plotly_chart`` reads
+    ``to_dict()``); its plotly attributes (``.data``, ``.layout``) are empty.
     """
-    base = freeze(fig).to_dict()
-    derived = FrozenFigure()
-    layout = {**base.get("layout", {}), "shapes": list(base.get("layout", {}).get("shapes", ())) + list(shapes)}
-    derived.__dict__["_frozen_dict"] = {**base, "layout": layout}
-    return derived
-
+    figure = FrozenFigure()
+    figure.__dict__["_frozen_dict"] = spec
+    return figure

@@ -25,7 +25,7 @@ from ui.frozen_figure import freeze
 from ui.i18n import t
 from ui.lean_charts import value_heatmap
 from ui.text_input import MAX_CHARS
-from ui.url_state import IntParam, TextParam, bind, markdown_literal
+from ui.url_state import IntParam, TextParam, bind, clamp_state, markdown_literal
 
 DEFAULT_BATCH = "hello world\nattention is all you need\nhi!"
 BATCH_PARAM = TextParam("batch", default=DEFAULT_BATCH, max_len=2000)
@@ -226,8 +226,7 @@ def sentence_picker(label: str, sentences: tuple[str, ...], option: str, page: s
     Kept inside the batch when it shrinks; shared by both pages like :func:`batch_input`.
     """
     param = IntParam("sent", default=0, lo=0, hi=len(sentences) - 1)
-    if st.session_state.get(SENTENCE_KEY, 0) > param.hi:
-        st.session_state[SENTENCE_KEY] = param.hi
+    clamp_state(SENTENCE_KEY, param.hi)
     return st.selectbox(label, range(len(sentences)), key=_shared_key(param, SENTENCE_KEY, page),
                         format_func=lambda n: option.format(n=n + 1, text=sentences[n]))
 

@@ -340,11 +340,6 @@ class TrainingSession:
         return run.status() if run is not None else None
 
     @property
-    def failed(self) -> bool:
-        run = self.run
-        return run is not None and run.status().state == "failed"
-
-    @property
     def live(self) -> bool:
         run = self.run
         return run is not None and run.alive

@@ -23,6 +23,7 @@ from ui import models
 from ui import training_charts as charts
 from ui import training_session as ts
 from ui.i18n import t
+from ui.training_status import STOPPED_REASONS
 from ui.url_state import BoolParam, ChoiceParam, FloatParam, IntParam, bind, markdown_literal
 
 REFRESH_SECONDS = 1.0
@@ -58,7 +59,7 @@ _SAMPLES_BATCH_KEY = "_training.samples_batch"
 FAILURE_REASON_LIMIT = 600  # characters of a failed run's reason shown on the page (escaped, shown literally)
 REASONS = {  # engine reason -> i18n key suffix
     "step cap reached": "step_cap", "time cap reached": "time_cap", "target accuracy reached": "target",
-    "stopped": "stopped", "stopped before it started": "stopped_queued",
+    **STOPPED_REASONS,
 }
 
 
@@ -103,10 +104,11 @@ def settings_form() -> ts.Settings:
                  r"\min\!\left(s^{-0.5},\; s\cdot \mathrm{warmup}^{-1.5}\right)")
         compare_key = bind(COMPARE, key=COMPARE_KEY)  # before the fragment reads it
         planned_schedule()
-        if ts.settings_problem(read_settings()) is None:
+        settings = read_settings()  # after the fragment: the warmup is bound there
+        if ts.settings_problem(settings) is None:
             st.slider(t("training.schedule.compare"), COMPARE.lo, COMPARE.hi, key=compare_key,
                       help=t("training.schedule.compare_help"))
-    return read_settings()
+    return settings
 
 
 def _preset_label(task: str, preset: str) -> str:

@@ -290,6 +290,15 @@ def bind(param: Param[T], *, key: str | None = None) -> str:
     return key
 
 
+def clamp_state(key: str, hi: int) -> None:
+    """Keep a bound index inside a range that just shrank (fewer sentences, layers, steps or pairs):
+    call before the widget, so :func:`bind` keeps the nearest valid value instead of the default."""
+    import streamlit as st
+
+    if st.session_state.get(key, 0) > hi:
+        st.session_state[key] = hi
+
+
 def current_query(*names: str) -> dict[str, str]:
     """The present URL values of ``names`` (those that are set), e.g. to carry into a page link."""
     import streamlit as st

@@ -24,6 +24,8 @@ from __future__ import annotations
 import random
 import threading
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 import pytest
 
@@ -52,17 +54,23 @@ CLEANUP_WAIT_S = 90
 
 
 
-
-@pytest.fixture(scope="module")
-def leak_server():
+@contextmanager
+def debug_server(log_name: str, **env: str) -> Iterator[tuple[object, str]]:
+    """``(process, url)`` of a server that reports its live training threads, with ``env`` set."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TP_TRAINING_DEBUG", "1")
-        mp.setenv("STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL", str(TTL_S))
-        proc, url = _conftest.start_server("server-leaks")
+        for name, value in {"TP_TRAINING_DEBUG": "1", **env}.items():
+            mp.setenv(name, value)
+        proc, url = _conftest.start_server(log_name)
     try:
         yield proc, url
     finally:
         _conftest.stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def leak_server():
+    with debug_server("server-leaks", STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL=str(TTL_S)) as server:
+        yield server
 
 
 def mb(n_bytes: int) -> float:
@@ -206,11 +214,7 @@ ORPHAN_CAP_S = 8
 
 
 def test_a_tab_gone_right_after_pressing_start_leaves_no_run_behind_its_cap():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TP_TRAINING_DEBUG", "1")
-        mp.setenv("TP_TRAINING_MAX_SECONDS", str(ORPHAN_CAP_S))
-        proc, url = _conftest.start_server("server-leaks-start-race")
-    try:
+    with debug_server("server-leaks-start-race", TP_TRAINING_MAX_SECONDS=str(ORPHAN_CAP_S)) as (_, url):
         load.warm_up(url, 120)
         delays = (0.0, 0.005, 0.01, 0.02, 0.05)
         for delay in delays:
@@ -225,5 +229,3 @@ def test_a_tab_gone_right_after_pressing_start_leaves_no_run_behind_its_cap():
         # Orphans queue behind the cap (the CPU count) and each trains at most ORPHAN_CAP_S.
         alive = wait_for_no_training_threads(url, len(delays) * ORPHAN_CAP_S + CLEANUP_WAIT_S)
         assert alive == 0, f"{alive} training runs outlived the tabs that started them"
-    finally:
-        _conftest.stop_server(proc)

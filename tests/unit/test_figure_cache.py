@@ -5,7 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ui.figure_cache import cached_figure, figure_digest
-from ui.frozen_figure import FrozenFigure, freeze, with_shapes
+from ui.frozen_figure import FrozenFigure, freeze, frozen_from_dict
 
 BUILDS: list[tuple] = []
 
@@ -52,13 +52,10 @@ def test_object_arrays_become_lists_in_the_frozen_dict():
     assert fig.to_dict()["data"][0]["customdata"] == [["a", 1], ["b", 2]]
 
 
-def test_with_shapes_adds_a_frame_without_touching_the_shared_figure():
-    fig = freeze(go.Figure(go.Bar(y=[1, 2])))
-    frame = dict(type="rect", x0=0, x1=1, y0=0, y1=1)
-    framed = with_shapes(fig, [frame])
-    assert framed.to_dict()["layout"]["shapes"] == [frame]
-    assert "shapes" not in fig.to_dict()["layout"]
-    assert framed.to_dict()["data"] is fig.to_dict()["data"]
+def test_a_figure_frozen_from_a_dict_draws_that_dict():
+    spec = {"data": [{"type": "bar", "y": [1, 2]}], "layout": {"shapes": [dict(type="rect", x0=0, x1=1)]}}
+    fig = frozen_from_dict(spec)
+    assert isinstance(fig, FrozenFigure) and fig.to_dict() is spec
 
 
 def test_the_cache_keeps_the_most_recently_used_figures(monkeypatch):
