@@ -9,6 +9,7 @@ from ui.figure_grid import combine
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
+from ui.prepared_html import show_html
 from ui.text_input import prepare_sentence
 from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind, clamp_state
 
@@ -102,7 +103,7 @@ st.caption(t("positional.similarity.caption", half=d_model // 2))
 # ------------------------------------------------------------------ seed 002's worked example
 st.subheader(t("positional.example.heading"))
 st.markdown(t("positional.example.intro"))
-st.html(pv.worked_example_html(tuple(t(f"positional.example.col_{c}") for c in ("dim", "i", "fn", "angle", "value"))))
+show_html(pv.worked_example_html(tuple(t(f"positional.example.col_{c}") for c in ("dim", "i", "fn", "angle", "value"))))
 st.caption(t("positional.example.caption"))
 
 # ------------------------------------------------------------------ why: order blindness

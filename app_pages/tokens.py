@@ -5,6 +5,7 @@ from ui import tokens_view as tv
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
+from ui.prepared_html import show_html
 from ui.text_input import MAX_LINES, prepare_sentences
 from ui.url_state import ChoiceParam, bind, markdown_literal
 
@@ -37,7 +38,7 @@ def batch_view(sentences: tuple[str, ...], tokenizer, task_name: str) -> None:
     width = len(rows[0].ids)
     pads = sum(len(row.ids) - row.length for row in rows)
     caption = t(f"tokens.batch.caption_{side}", b=len(rows), s=width, pads=pads, cells=len(rows) * width)
-    st.html(tv.side_tables_html(sentences, tokenizer, task_name, side, row_labels,
+    show_html(tv.side_tables_html(sentences, tokenizer, task_name, side, row_labels,
                                 (t("tokens.batch.tab_tokens"), t("tokens.batch.tab_ids")), caption))
 
 
@@ -62,7 +63,7 @@ if prepared.sentences:
                                t("tokens.sentence.option", n="{n}", text="{text}"), "tokens")
     labels = tuple((k, t(f"tokens.sentence.row_{k}")) for k in ("chars", "source", "source_ids", "decoder_in",
                                                                  "decoder_in_ids", "labels", "labels_ids"))
-    st.html(tv.sentence_table_html(sentences, tokenizer, task_name, index, labels))
+    show_html(tv.sentence_table_html(sentences, tokenizer, task_name, index, labels))
     unknown = prepared.unknown[index]
     if unknown:
         listed = ", ".join(t("tokens.sentence.unknown_item", pos=pos, char=markdown_literal(tv.display_token(ch)))

@@ -21,6 +21,7 @@ from model.transformer import ForwardOptions
 from ui.charts import heatmap
 from ui.frozen_figure import freeze
 from ui.lean_charts import PALETTE, lean, lean_figure, value_heatmap
+from ui.prepared_html import compact
 
 BASES: tuple[str, ...] = ("10", "100", "1000", "10000", "100000")
 SEED_EXAMPLE = dict(d_model=8, position=2, base=10000.0)  # seed 002's worked example
@@ -92,7 +93,7 @@ def worked_example_html(headers: tuple[str, ...]) -> str:
                   {"selector": "th", "props": "background: #f4f4f7; color: #5c6070; font-weight: 500"},
                   {"selector": "td", "props": "font-family: 'Source Code Pro', monospace"},
               ]))
-    return styler.to_html()
+    return compact(styler.to_html())
 
 
 def word_shuffle(sentence: str, seed: int) -> tuple[str, list[int]]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from pandas.io.formats.style import Styler
 import plotly.graph_objects as go
 import streamlit as st
 import torch
@@ -24,6 +25,7 @@ from ui.charts import VISIBLE_SPACE, token_label
 from ui.frozen_figure import freeze
 from ui.i18n import t
 from ui.lean_charts import value_heatmap
+from ui.prepared_html import compact
 from ui.text_input import MAX_CHARS
 from ui.url_state import IntParam, TextParam, bind, clamp_state, markdown_literal
 
@@ -252,9 +254,9 @@ def table_html(frame: pd.DataFrame, kinds: np.ndarray, uuid: str) -> str:
     ``uuid`` scopes the table's CSS (use one per table on a page).
     """
     classes = pd.DataFrame(np.where(kinds == "char", "", kinds), index=frame.index, columns=frame.columns)
-    styler = (frame.style.set_uuid(uuid).set_td_classes(classes).set_table_styles(TABLE_STYLES)
+    styler = (Styler(frame, cell_ids=False).set_uuid(uuid).set_td_classes(classes).set_table_styles(TABLE_STYLES)
               .format(escape="html").format_index(escape="html", axis=0).format_index(escape="html", axis=1))
-    return f'<div style="overflow-x: auto">{styler.to_html()}</div>'
+    return f'<div style="overflow-x: auto">{compact(styler.to_html())}</div>'
 
 
 def sentence_frame(batch: SentenceBatch, index: int, labels: dict[str, str]) -> tuple[pd.DataFrame, np.ndarray]:
