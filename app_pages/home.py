@@ -1,30 +1,16 @@
-"""Home: what the playground is for, the architecture (click a block to open its page), the tour."""
-from pathlib import Path
+"""Home: what the playground is for, the architecture (click a block to open its page), the tour.
 
+The diagram and the tour are one element (:func:`ui.home_view.map_html`): changing the language
+reruns the whole app, and every element is one more message to send.
+"""
 import streamlit as st
 
+from ui.home_view import map_html
 from ui.i18n import current_lang, t
-from ui.nav import link, linked_diagram, tour_links
-from ui.tour import TOUR
-
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
+from ui.nav import linked_html, tour_links
 
 st.title(t("common.app_title"))
 st.markdown(t("home.intro"))
-
-diagram_col, side_col = st.columns([7, 4], gap="medium")
-with diagram_col:
-    st.subheader(t("home.diagram.heading"))
-    st.caption(t("home.diagram.caption"))
-    linked_diagram(ASSETS / f"architecture_{current_lang()}.svg", key="home_architecture")
-with side_col:
-    st.subheader(t("home.tour.heading"))
-    st.caption(t("home.tour.intro"))
-    for number, stop in enumerate(TOUR[1:], start=1):
-        link(stop, f"**{number}. {stop.title}**")  # page links never wrap: the sentence goes below
-        st.caption(t(f"home.tour.{stop.key}"))
-    with st.container(border=True):
-        st.markdown(f"**{t('home.prereq.heading')}**")
-        st.markdown(t("home.prereq.body"))
-
+linked_html(map_html(current_lang()), key="home_map")
+st.info(f"**{t('home.prereq.heading')}**\n\n{t('home.prereq.body')}", icon=":material/school:")
 tour_links("home")

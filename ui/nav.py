@@ -6,8 +6,8 @@ Every page ends with ``tour_links("<its key>")``::
 
     tour_links("attention")   # ← Previous: Positional encoding      Next: Decoding →
 
-and the home page draws its architecture diagram with ``linked_diagram(path, key=...)``: an inline
-SVG whose ``<a href="./<url_path>" data-page="<stop key>">`` parts switch pages inside the
+and the home page draws its architecture diagram and tour with ``linked_html(markup, key=...)``:
+markup whose ``<a href="./<url_path>" data-page="<stop key>">`` links switch pages inside the
 session (a plain link would reload the browser tab and start a new session, losing a model
 trained in it); Ctrl/middle-click still opens the ``href`` in a new tab.
 
@@ -16,8 +16,6 @@ are restored by :func:`ui.url_state.bind` from the session when the visitor come
 """
 from __future__ import annotations
 
-import functools
-from pathlib import Path
 from typing import NoReturn
 
 import streamlit as st
@@ -61,21 +59,21 @@ def switch_to(key: str) -> NoReturn:
     st.switch_page(stop(key).script, query_params=current_query(*CARRIED_PARAMS))
 
 
-# Runs in the page (components v2 are not sandboxed): swaps in the SVG when the language changes,
-# keeps each link's href pointing at its page with the current ?lang=&model=, and turns a plain
-# left click into a trigger value instead of a full page load.
-_DIAGRAM_JS = """
+# Runs in the page (components v2 are not sandboxed): swaps in the markup when it changes (e.g. the
+# language), keeps each link's href pointing at its page with the current ?lang=&model=, and turns a
+# plain left click into a trigger value instead of a full page load.
+_LINKED_JS = """
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
-  let host = parentElement.querySelector(".tp-diagram");
+  let host = parentElement.querySelector(".tp-linked");
   if (!host) {
     host = document.createElement("div");
-    host.className = "tp-diagram";
+    host.className = "tp-linked";
     parentElement.appendChild(host);
   }
-  if (host.dataset.version !== data.version) {
-    host.innerHTML = data.svg;
-    host.dataset.version = data.version;
+  if (host.tpMarkup !== data.html) {
+    host.innerHTML = data.html;
+    host.tpMarkup = data.html;
   }
   const search = window.location.search;
   host.querySelectorAll("a[data-page]").forEach((a) => {
@@ -89,23 +87,34 @@ export default function (component) {
   });
 }
 """
-_DIAGRAM_CSS = ".tp-diagram svg { width: 100%; height: auto; }"
+# The theme's colours and font come in as --st-* custom properties (components v2 theming).
+_LINKED_CSS = """
+.tp-linked { font-family: var(--st-font); color: var(--st-text-color); }
+.tp-diagram svg { width: 100%; height: auto; }
+.tp-map { display: grid; grid-template-columns: 7fr 4fr; gap: 1rem 3rem; align-items: start; }
+@media (max-width: 760px) { .tp-map { grid-template-columns: 1fr; } }
+.tp-map h3 { font-size: 1.75rem; font-weight: 700; line-height: 1.2; margin: 0.5rem 0 1rem; }
+.tp-caption, .tp-tour p { font-size: 0.875rem; line-height: 1.6; opacity: 0.65; margin: 0 0 0.75rem; }
+.tp-tour { list-style: none; padding: 0; margin: 0; }
+.tp-tour li { margin: 0 0 0.5rem; }
+.tp-tour a { display: inline-flex; align-items: center; gap: 0.5rem; padding: 0.25rem 0.5rem; margin-left: -0.5rem;
+             border-radius: 0.5rem; color: inherit; text-decoration: none; font-size: 0.875rem; }
+.tp-tour a:hover, .tp-tour a:focus-visible { background: var(--st-secondary-background-color); }
+.tp-tour a:hover strong { color: var(--st-primary-color); }
+.tp-tour strong { font-weight: 600; }
+.tp-icon { font-family: "Material Symbols Rounded"; font-size: 1.15rem; line-height: 1; font-weight: 400;
+           font-feature-settings: "liga"; -webkit-font-smoothing: antialiased; }
+"""
 
 
-@functools.cache
-def _read_svg(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
+def linked_html(markup: str, *, key: str) -> None:
+    """Draw ``markup`` as one element; a click on an ``<a data-page="<stop key>">`` in it opens that stop
+    in this session (Ctrl/middle-click still opens the ``href`` in a new tab).
 
-
-def linked_diagram(path: Path, *, key: str) -> None:
-    """Draw the SVG at ``path`` inline; a click on an ``<a data-page="<stop key>">`` opens that stop.
-
-    The file is read once per process. Only project-written SVGs may be passed (the markup is
-    inserted as is).
+    Only project-written markup may be passed (it is inserted as is): escape every text in it.
     """
-    svg = _read_svg(Path(path))
-    diagram = st.components.v2.component("tp_linked_diagram", css=_DIAGRAM_CSS, js=_DIAGRAM_JS)
-    result = diagram(key=key, data={"svg": svg, "version": Path(path).name}, on_clicked_change=lambda: None)
+    component = st.components.v2.component("tp_linked_html", css=_LINKED_CSS, js=_LINKED_JS)
+    result = component(key=key, data={"html": markup}, on_clicked_change=lambda: None)
     clicked = getattr(result, "clicked", None)
     if isinstance(clicked, str) and clicked in {s.key for s in TOUR}:
         switch_to(clicked)

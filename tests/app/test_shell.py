@@ -1,6 +1,8 @@
 """The app shell under AppTest: every page, both languages, URL values good and bad, the tour."""
 from __future__ import annotations
 
+import html
+import json
 import re
 from pathlib import Path
 
@@ -153,10 +155,19 @@ def test_switch_page_walks_the_whole_tour_with_next_links(app):
             assert links[-1][0] == translate("common.nav.next", "zh", title=translate(following.title_key, "zh"))
 
 
-def test_home_lists_the_tour_in_order(app):
-    at = clean(app(query={"lang": "en"}).run())
-    paths = [path for _, path, _ in page_links(at)]
-    assert paths[: len(TOUR) - 1] == [s.url_path for s in TOUR[1:]]
+@pytest.mark.parametrize("lang", LANGS)
+def test_home_lists_the_tour_in_order(app, lang):
+    at = clean(app(query={"lang": lang}).run())
+    (element,) = at.get("bidi_component")  # the diagram and the tour: one element
+    markup = json.loads(element.proto.json)["html"]
+    tour = markup[markup.index('<ol class="tp-tour">'):]
+    assert re.findall(r'<a href="\./([^"]*)" data-page="([^"]+)">', tour) == [(s.url_path, s.key) for s in TOUR[1:]]
+    for n, s in enumerate(TOUR[1:], start=1):
+        assert f"{n}. {html.escape(translate(s.title_key, lang))}" in tour
+        assert html.escape(translate(f"home.tour.{s.key}", lang)) in tour
+    assert f"<h3>{html.escape(translate('home.diagram.heading', lang))}</h3>" in markup
+    assert (ROOT / "assets" / f"architecture_{lang}.svg").read_text(encoding="utf-8") in markup
+    assert at.info[0].value.startswith(f"**{translate('home.prereq.heading', lang)}**")
 
 
 # ------------------------------------------------------------------ the tour table

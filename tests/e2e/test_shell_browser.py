@@ -105,6 +105,22 @@ def test_clicking_the_diagram_opens_the_page_in_the_same_session(page, wait_for_
     assert_shell(p, target, "zh")
 
 
+@pytest.mark.parametrize("target", ["masks", "training"])
+def test_the_home_tour_list_opens_its_page_in_the_same_session(page, wait_for_app, target):
+    p = page("/?lang=en")
+    p.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label').filter(has_text="中文").click()
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading("home", "zh"))
+    wait_for_app(p)
+    entry = p.locator(f'.tp-tour a[data-page="{target}"]')
+    expect(entry).to_contain_text(translate(f"{target}.title", "zh"))
+    entry.click()
+    url_path = next(s.url_path for s in TOUR if s.key == target)
+    p.wait_for_url(re.compile(rf"/{re.escape(url_path)}(\?|$)"))
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading(target, "zh"))
+    wait_for_app(p)
+    assert_shell(p, target, "zh")
+
+
 def test_bad_link_values_show_a_notice_not_a_traceback(page, screenshot):
     p = page("/attention?lang=xx&model=nope", locale="zh-CN")
     assert_shell(p, "attention", "zh")

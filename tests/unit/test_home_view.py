@@ -1,0 +1,38 @@
+"""ui.home_view: the home page's diagram and tour, built as one piece of markup per language."""
+import re
+
+import pytest
+
+from ui import home_view
+from ui.i18n import LANGS, translate
+from ui.tour import TOUR
+
+LINK = re.compile(r'<a href="\./([^"]*)" data-page="([^"]+)">')
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_tour_links_every_page_after_home_in_order(lang):
+    tour = home_view.tour_html(lang)
+    assert LINK.findall(tour) == [(s.url_path, s.key) for s in TOUR[1:]]
+    assert tour.count("<li>") == len(TOUR) - 1
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_map_holds_the_diagram_then_the_tour(lang):
+    markup = home_view.map_html(lang)
+    svg = home_view._svg(lang)
+    assert markup.index(svg) < markup.index('<ol class="tp-tour">')
+    assert translate("home.tour.heading", lang) in markup
+    # every page is reachable from both the diagram and the tour
+    assert {key for _, key in LINK.findall(markup)} == {s.key for s in TOUR[1:]}
+
+
+def test_icons_are_ligatures_or_escaped_text():
+    assert home_view._icon(":material/hub:") == '<span class="tp-icon" aria-hidden="true">hub</span>'
+    assert home_view._icon("<🧪>") == '<span class="tp-icon-emoji" aria-hidden="true">&lt;🧪&gt;</span>'
+
+
+def test_texts_are_escaped(monkeypatch):
+    monkeypatch.setattr(home_view, "translate", lambda key, lang: "<b>&</b>")
+    tour = home_view.tour_html("en")
+    assert "<b>" not in tour and "&lt;b&gt;&amp;&lt;/b&gt;" in tour

@@ -1,0 +1,60 @@
+"""The home page's map: the architecture diagram beside the tour, as one piece of markup.
+
+Drawn by :func:`ui.nav.linked_html` as a single element (the diagram's blocks and the tour's
+entries are ``<a href="./<url_path>" data-page="<stop key>">`` links that switch pages inside the
+session): a list of page links and captions would be a dozen elements, and the language switch,
+which reruns the whole app, sends every one of them again.
+"""
+from __future__ import annotations
+
+import functools
+import html
+from pathlib import Path
+
+from ui.i18n import translate
+from ui.tour import TOUR
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+
+
+@functools.cache
+def _svg(lang: str) -> str:
+    return (ASSETS / f"architecture_{lang}.svg").read_text(encoding="utf-8")
+
+
+def _icon(icon: str) -> str:
+    """A stop's icon as markup: a Material Symbols ligature (``:material/name:``) or the emoji itself."""
+    if icon.startswith(":material/") and icon.endswith(":"):
+        return f'<span class="tp-icon" aria-hidden="true">{html.escape(icon[10:-1])}</span>'
+    return f'<span class="tp-icon-emoji" aria-hidden="true">{html.escape(icon)}</span>'
+
+
+def tour_html(lang: str) -> str:
+    """The tour in order (home left out): numbered links to the pages, each with its one-line summary."""
+    items = "".join(
+        f'<li><a href="./{s.url_path}" data-page="{s.key}">{_icon(s.icon)}'
+        f"<strong>{n}. {html.escape(translate(s.title_key, lang))}</strong></a>"
+        f"<p>{html.escape(translate(f'home.tour.{s.key}', lang))}</p></li>"
+        for n, s in enumerate(TOUR[1:], start=1)
+    )
+    return f'<ol class="tp-tour">{items}</ol>'
+
+
+@functools.lru_cache(maxsize=8)
+def map_html(lang: str) -> str:
+    """The diagram (``assets/architecture_<lang>.svg``) with its heading and caption, and the tour
+    beside it, all in ``lang``. Built once per language per process."""
+
+    def e(key: str) -> str:
+        return html.escape(translate(key, lang))
+
+    return (
+        '<div class="tp-map">'
+        f'<section class="tp-map-diagram"><h3>{e("home.diagram.heading")}</h3>'
+        f'<p class="tp-caption">{e("home.diagram.caption")}</p>'
+        f'<div class="tp-diagram">{_svg(lang)}</div></section>'
+        f'<section class="tp-map-tour"><h3>{e("home.tour.heading")}</h3>'
+        f'<p class="tp-caption">{e("home.tour.intro")}</p>{tour_html(lang)}</section>'
+        "</div>"
+    )
+
