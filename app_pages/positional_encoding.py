@@ -40,24 +40,26 @@ def frequency(positions: int, d_model: int, base: float) -> None:
     pairs = d_model // 2
     PAIR = IntParam("pe_pair", default=0, lo=0, hi=pairs - 1)
     clamp_state("positional.pair", PAIR.hi)
-    if pairs > 1:
-        pair = st.slider(t("positional.table.pair"), 0, pairs - 1, key=bind(PAIR, key="positional.pair"),
-                         format="%d", help=t("positional.table.pair_help"))
-    else:
-        pair = 0
-        st.caption(t("positional.table.one_pair"))
+    pair = min(st.session_state.get(bind(PAIR, key="positional.pair"), PAIR.default), PAIR.hi)
     lam = pv.wavelength(pair, d_model, base)
     a, b = 2 * pair, 2 * pair + 1
+    # "{,}" keeps LaTeX from spacing the thousands separators like list commas.
+    formula = (rf"$\lambda_{{{pair}}} = 2\pi \cdot {int(base):,}^{{2\cdot{pair}/{d_model}}} \approx {lam:,.2f}$"
+               .replace(",", "{,}"))
+    status = t("positional.table.pair_status", i=pair, a=a, b=b, formula=formula, wavelength=f"{lam:,.1f}",
+               turns=f"{positions / lam:.2f}")
+    if pairs > 1:
+        # The pair's numbers are the slider's label (a slider is known by its key and range, so a new
+        # label keeps it): one element fewer to send on every step of the scrub.
+        st.slider(status, 0, pairs - 1, key="positional.pair", format="%d",
+                  help=t("positional.table.pair") + " — " + t("positional.table.pair_help"))
+    else:
+        st.caption(t("positional.table.one_pair") + "  \n" + status)
     table_labels = (t("positional.table.x_dim"), t("positional.table.y_pos"), t("positional.table.hover"))
     wave_labels = (t("positional.table.sin_name", dim=a), t("positional.table.cos_name", dim=b),
                    t("positional.table.y_pos"), t("positional.table.one_turn"))
     st.plotly_chart(cached_figure(frequency_figure, positions, d_model, base, pair, table_labels, wave_labels),
                     key="positional.frequency_chart")
-    # "{,}" keeps LaTeX from spacing the thousands separators like list commas.
-    formula = (rf"$\lambda_{{{pair}}} = 2\pi \cdot {int(base):,}^{{2\cdot{pair}/{d_model}}} \approx {lam:,.2f}$"
-               .replace(",", "{,}"))
-    st.markdown(formula + "  \n" + t("positional.table.wavelength", i=pair, a=a, b=b, wavelength=f"{lam:,.1f}",
-                                      turns=f"{positions / lam:.2f}") + " " + t("positional.table.caption", a=a, b=b))
 
 
 st.title(t("positional.title"))
@@ -82,6 +84,7 @@ with c3:
 base = float(base_text)
 
 frequency(positions, d_model, base)
+st.caption(t("positional.table.caption"))
 
 # ------------------------------------------------------------------ similarity of positions
 st.subheader(t("positional.similarity.heading"))
