@@ -87,38 +87,40 @@ def test_sidebar_navigation_keeps_the_language(page, wait_for_app):
     assert_shell(p, "attention", "zh")
 
 
-@pytest.mark.parametrize("target", ["tokens", "masks", "positional", "attention", "decoding", "training"])
-def test_clicking_the_diagram_opens_the_page_in_the_same_session(page, wait_for_app, target):
+def _home_in_chinese(page, wait_for_app):
+    """Home, switched to 中文 in this session only (not in the link), to prove a click keeps the session."""
     p = page("/?lang=en")
-    # Change the language in this session only (not in the link) to prove the session survives.
     p.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label').filter(has_text="中文").click()
     expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading("home", "zh"))
     wait_for_app(p)
-    block = p.locator(f'a[data-page="{target}"]').first
-    expect(block).to_be_visible()
-    assert "lang=zh" in block.get_attribute("href")
-    block.click()
+    return p
+
+
+def _click_opens_in_this_session(p, wait_for_app, link, target: str) -> None:
+    link.click()
     url_path = next(s.url_path for s in TOUR if s.key == target)
     p.wait_for_url(re.compile(rf"/{re.escape(url_path)}(\?|$)"))
     expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading(target, "zh"))
     wait_for_app(p)
     assert_shell(p, target, "zh")
+
+
+@pytest.mark.parametrize("target", ["tokens", "masks", "positional", "attention", "decoding", "training"])
+def test_clicking_the_diagram_opens_the_page_in_the_same_session(page, wait_for_app, target):
+    p = _home_in_chinese(page, wait_for_app)
+    block = p.locator(f'.tp-diagram a[data-page="{target}"]').first
+    expect(block).to_be_visible()
+    assert "lang=zh" in block.get_attribute("href")
+    _click_opens_in_this_session(p, wait_for_app, block, target)
 
 
 @pytest.mark.parametrize("target", ["masks", "training"])
 def test_the_home_tour_list_opens_its_page_in_the_same_session(page, wait_for_app, target):
-    p = page("/?lang=en")
-    p.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label').filter(has_text="中文").click()
-    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading("home", "zh"))
-    wait_for_app(p)
+    p = _home_in_chinese(page, wait_for_app)
     entry = p.locator(f'.tp-tour a[data-page="{target}"]')
     expect(entry).to_contain_text(translate(f"{target}.title", "zh"))
-    entry.click()
-    url_path = next(s.url_path for s in TOUR if s.key == target)
-    p.wait_for_url(re.compile(rf"/{re.escape(url_path)}(\?|$)"))
-    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading(target, "zh"))
-    wait_for_app(p)
-    assert_shell(p, target, "zh")
+    assert "lang=zh" in entry.get_attribute("href")
+    _click_opens_in_this_session(p, wait_for_app, entry, target)
 
 
 def test_bad_link_values_show_a_notice_not_a_traceback(page, screenshot):
