@@ -18,12 +18,27 @@ LOOK_AHEAD = BoolParam("mask_ahead", default=True)
 KIND = ChoiceParam("mask_kind", default="decoder", choices=mv.KINDS)
 
 
+SWITCHES: tuple[str, ...] = ("padding", "look_ahead")
+SWITCHES_KEY = "masks.switches"
+SWITCH_KEYS = {"padding": "masks.padding", "look_ahead": "masks.look_ahead"}  # each: a bool, bound to the URL
+
+
+def _switched() -> None:
+    on = st.session_state.get(SWITCHES_KEY) or []
+    for name, key in SWITCH_KEYS.items():
+        st.session_state[key] = name in on
+
+
 def switches() -> tuple[bool, bool]:
-    """The padding and look-ahead switches (inside the fragment: flipping one reruns only it)."""
-    use_padding = st.toggle(t("masks.padding_switch"), key=bind(PADDING, key="masks.padding"),
-                            help=t("masks.padding_help"))
-    use_look_ahead = st.toggle(t("masks.look_ahead_switch"), key=bind(LOOK_AHEAD, key="masks.look_ahead"),
-                               help=t("masks.look_ahead_help"))
+    """The padding and look-ahead switches, as two pills in one element (inside the fragment: flipping
+    one reruns only it, and one element is one message fewer on every flip). Each switch keeps its
+    own URL value (``?mask_pad=``, ``?mask_ahead=``) and session value; the pills show them."""
+    use_padding = st.session_state[bind(PADDING, key=SWITCH_KEYS["padding"])]
+    use_look_ahead = st.session_state[bind(LOOK_AHEAD, key=SWITCH_KEYS["look_ahead"])]
+    st.session_state[SWITCHES_KEY] = [name for name, on in zip(SWITCHES, (use_padding, use_look_ahead)) if on]
+    help_text = "\n\n".join(f"**{t(f'masks.{name}_switch')}**: {t(f'masks.{name}_help')}" for name in SWITCHES)
+    st.pills(t("masks.switches"), SWITCHES, selection_mode="multi", key=SWITCHES_KEY, on_change=_switched,
+             format_func=lambda name: t(f"masks.{name}_switch"), help=help_text)
     return use_padding, use_look_ahead
 
 

@@ -53,15 +53,15 @@ def _press_slider(key: str) -> Callable:
         "ArrowRight" if i % 2 == 0 else "ArrowLeft")
 
 
-def _flip_toggle(key: str) -> Callable:
-    return lambda page, i: page.locator(f"{_key(key)} label").first.click()
+def _flip_first(key: str, role: str) -> Callable:
+    return lambda page, i: page.locator(f"{_key(key)} {role}").first.click()  # a pill: on, off, on...
 
 
 # The same widget the AppTest mode changes on each page (see page_latency.WIDGET_CHANGES).
 BROWSER_CHANGES: dict[str, Callable] = {
     "home": _click_nth("lang", "[data-testid=stRadioOption]"),
     "tokens": _click_nth("tokens.side", "button"),
-    "masks": _flip_toggle("masks.padding"),
+    "masks": _flip_first("masks.switches", "button"),
     "positional": _press_slider("positional.pair"),
     "attention": _click_nth("attention.head", "button"),
     "decoding": _press_slider("decoding.step"),

@@ -82,7 +82,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 PAGE_WIDGETS: dict[str, str] = {
     "": "lang",
     "tokens": "tokens.side",
-    "masks": "masks.padding",
+    "masks": "masks.switches",
     "positional-encoding": "positional.pair",
     "attention": "attention.head",
     "decoding": "decoding.step",

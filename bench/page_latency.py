@@ -85,7 +85,7 @@ def toggle_language(at: AppTest, i: int) -> object:
 WIDGET_CHANGES: dict[str, Change] = {
     "home": toggle_language,
     "tokens": lambda at, i: at.segmented_control(key="tokens.side").set_value("decoder_in" if i % 2 == 0 else "source"),
-    "masks": lambda at, i: at.toggle(key="masks.padding").set_value(i % 2 == 1),
+    "masks": lambda at, i: at.pills(key="masks.switches").set_value(["padding", "look_ahead"][i % 2 == 0:]),
     "positional": lambda at, i: at.slider(key="positional.pair").set_value(5 if i % 2 == 0 else 0),
     "attention": lambda at, i: at.segmented_control(key="attention.head").set_value(2 if i % 2 == 0 else 1),
     "decoding": lambda at, i: at.slider(key="decoding.step").set_value(2 if i % 2 == 0 else 3),

@@ -29,7 +29,7 @@ from bench.load import Session, WidgetState, another_value  # noqa: E402
 WIDGET_KEYS: dict[str, str] = {
     "home": "lang",
     "tokens": "tokens.side",
-    "masks": "masks.padding",
+    "masks": "masks.switches",
     "positional": "positional.pair",
     "attention": "attention.head",
     "decoding": "decoding.step",

@@ -41,6 +41,13 @@ def show(at: AppTest, section: str) -> AppTest:
     return at
 
 
+def switch(at: AppTest, mask: str, on: bool) -> AppTest:
+    """Click the ``mask`` pill ("padding", "look_ahead") to ``on`` or off, keeping the other as it is."""
+    pills = at.pills(key="masks.switches")
+    chosen = [name for name in ("padding", "look_ahead") if (name == mask and on) or (name != mask and name in pills.value)]
+    return clean(pills.set_value(chosen).run())
+
+
 def chart(at: AppTest, key: str) -> dict:
     """One picture of the page (e.g. ``matrix_padding``), switching to its section first."""
     section, n = CELLS[key]
@@ -76,7 +83,9 @@ def test_default_view_in_both_languages(app, lang):
     at = open_masks(app, lang=lang)
     assert at.title[0].value == translate("masks.title", lang)
     assert any(r"\mathrm{Attention}" in lat.value for lat in at.latex)
-    assert at.toggle(key="masks.padding").value is True and at.toggle(key="masks.look_ahead").value is True
+    pills = at.pills(key="masks.switches")
+    assert pills.value == ["padding", "look_ahead"]  # both masks on
+    assert pills.options == [translate("masks.padding_switch", lang), translate("masks.look_ahead_switch", lang)]
     assert at.segmented_control(key="masks.section").value == "matrices"
     assert len(at.get("plotly_chart")) == 1  # the three masks, as one figure
     assert at.get("page_link")[0].proto.page.strip("/") == "training"
@@ -123,8 +132,9 @@ def test_padding_mask_on_zeroes_pad_columns_and_off_leaks(app):
     flipped = chart(at, "attention_encoder_1")
     assert (z_of(flipped)[:11, pads] > 0).all()
 
-    clean(at.toggle(key="masks.padding").set_value(False).run())
+    switch(at, "padding", False)
     assert at.query_params["mask_pad"] in ("false", ["false"])
+    assert at.query_params["mask_ahead"] in ("true", ["true"])
     current = chart(at, "attention_encoder_0")
     assert current["layout"]["title"]["text"] == text("effect.encoder_title", state=text("effect.off"))
     assert (z_of(current)[:11, pads] > 0).all()
@@ -138,7 +148,8 @@ def test_look_ahead_mask_on_hides_the_future_and_off_sees_it(app):
     upper = np.triu(np.ones((26, 26), bool), k=1)
     assert (z_of(chart(at, "attention_decoder_0"))[upper] == 0).all()
     assert (z_of(chart(at, "attention_decoder_1"))[:12, :12][upper[:12, :12]] > 0).all()
-    clean(at.toggle(key="masks.look_ahead").set_value(False).run())
+    switch(at, "look_ahead", False)
+    assert at.query_params["mask_ahead"] in ("false", ["false"])
     current = z_of(chart(at, "attention_decoder_0"))
     assert (current[:12, :12][upper[:12, :12]] > 0).all()  # real positions read later real positions
     assert (z_of(chart(at, "matrix_look_ahead")) == 1).all()
@@ -245,13 +256,13 @@ def test_the_batch_is_shared_with_the_tokens_page_and_survives_page_switches(app
     at = open_masks(app)
     clean(at.text_area(key="batch.text").input("abc\nab").run())
     clean(at.selectbox(key="batch.sentence").set_value(1).run())
-    clean(at.toggle(key="masks.padding").set_value(False).run())
+    switch(at, "padding", False)
     clean(at.switch_page("app_pages/tokens.py").run())
     assert at.text_area(key="batch.text").value == "abc\nab"
     assert at.selectbox(key="batch.sentence").value == 1
     clean(at.switch_page("app_pages/masks.py").run())
     assert at.text_area(key="batch.text").value == "abc\nab"
-    assert at.toggle(key="masks.padding").value is False
+    assert at.pills(key="masks.switches").value == ["look_ahead"]
     assert at.query_params["mask_pad"] in ("false", ["false"])
 
 

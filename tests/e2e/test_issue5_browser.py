@@ -45,6 +45,11 @@ def flip(p, label: str) -> None:
     p.locator('[data-testid="stCheckbox"]', has=p.get_by_role("switch", name=label, exact=True)).click()
 
 
+def flip_mask(p, label: str) -> None:
+    """Click the masks' pill labelled ``label`` (a switch: on → off → on)."""
+    p.locator(".st-key-masks-switches").get_by_role("button", name=label, exact=True).click()
+
+
 def submit_text(p, label: str, text: str) -> None:
     box = p.get_by_role("textbox", name=label)
     box.fill(text)
@@ -86,28 +91,28 @@ def test_masks_page(page, wait_for_app, screenshot, lang):
     screenshot(p, f"issue5_masks_default_{lang}")
     padding = translate("masks.padding_switch", lang)
     ahead = translate("masks.look_ahead_switch", lang)
-    flip(p, padding)
+    flip_mask(p, padding)
     wait_for_url(p, wait_for_app, "mask_pad=false")
     expect(p.get_by_text(translate("masks.matrices.padding", lang) + translate("masks.matrices.off", lang))
            ).to_be_visible()
     screenshot(p, f"issue5_masks_padding_off_{lang}")
-    flip(p, ahead)
+    flip_mask(p, ahead)
     wait_for_url(p, wait_for_app, "mask_ahead=false")
     screenshot(p, f"issue5_masks_both_off_{lang}")
-    flip(p, padding)
+    flip_mask(p, padding)
     wait_for_url(p, wait_for_app, "mask_pad=true")
     screenshot(p, f"issue5_masks_look_ahead_off_{lang}")
-    flip(p, ahead)
+    flip_mask(p, ahead)
     wait_for_url(p, wait_for_app, "mask_ahead=true")
     if model:
         show(p, wait_for_app, "effect", lang)
         wait_for_charts(p, 1)
-        flip(p, padding)
+        flip_mask(p, padding)
         wait_for_url(p, wait_for_app, "mask_pad=false")
         expect(p.get_by_text(translate("masks.effect.encoder_title", lang,
                                        state=translate("masks.effect.off", lang))).first).to_be_visible()
         screenshot(p, f"issue5_masks_effect_padding_off_{lang}")
-        flip(p, padding)
+        flip_mask(p, padding)
         wait_for_url(p, wait_for_app, "mask_pad=true")
         show(p, wait_for_app, "row", lang)
         p.locator('[data-testid="stRadio"]').get_by_text(translate("masks.row.kind_encoder", lang), exact=True).click()
