@@ -106,6 +106,7 @@ def settings_form() -> ts.Settings:
         planned_schedule()
         settings = read_settings()  # after the fragment: the warmup is bound there
         if ts.settings_problem(settings) is None:
+            st.caption(t("training.schedule.peak_caption"))
             st.slider(t("training.schedule.compare"), COMPARE.lo, COMPARE.hi, key=compare_key,
                       help=t("training.schedule.compare_help"))
     return settings
@@ -131,33 +132,36 @@ def planned_schedule() -> None:
     slider below it, to compare). A fragment drawing few elements (each costs the server a message):
     moving the warmup reruns only this. The other settings are read from the session (their
     widgets, the compare slider included, rerun the page)."""
-    st.slider(t("training.settings.warmup"), WARMUP.lo, WARMUP.hi, key=bind(WARMUP, key=KEYS["warmup"]),
-              help=t("training.settings.warmup_help"))
+    key = bind(WARMUP, key=KEYS["warmup"])
     settings = read_settings()
     problem = ts.settings_problem(settings)
+    label = t("training.settings.warmup")
+    if problem is None:
+        d_model = ts.d_model_of(settings.preset)
+        peak = charts.peak_lr(d_model, settings.warmup, settings.factor)
+        # The worked peak is the slider's label (a slider is known by its key and range, so a new
+        # label keeps it): one element fewer to send on every move.
+        label = t("training.schedule.warmup_label", worked=(
+            rf"$\mathrm{{lr}}_{{\max}} = {settings.factor:g}\cdot {d_model}^{{-0.5}}\cdot "
+            rf"{settings.warmup}^{{-0.5}} = {charts.latex_number(peak)}$"))
+    st.slider(label, WARMUP.lo, WARMUP.hi, key=key, help=t("training.settings.warmup_help"))
     if problem is not None:
         st.error(t(problem[0], **problem[1]), icon=":material/block:")
         return
-    d_model = ts.d_model_of(settings.preset)
     compare = st.session_state.get(COMPARE_KEY, COMPARE.default)  # its slider is below, outside
     curves = [(t("training.schedule.series", warmup=settings.warmup), settings.warmup)]
     if compare and compare != settings.warmup:
         curves.append((t("training.schedule.series", warmup=compare), compare))
-    labels = [label for label, _ in curves]
-    spec = charts.lr_spec(x_title=t("training.chart.step"), y_title=t("training.chart.lr"), series=labels, live=False)
+    spec = charts.lr_spec(x_title=t("training.chart.step"), y_title=t("training.chart.lr"),
+                          series=[name for name, _ in curves], live=False)
     st.vega_lite_chart(charts.with_datasets(
         spec,
         curve=charts.planned_curves(d_model, settings.factor, settings.max_steps, tuple(curves)),
         peak=charts.peak_points(d_model, settings.factor, settings.max_steps, tuple(curves)),
     ), height=charts.CHART_HEIGHT, key="training.planned_chart")
-    peak = charts.peak_lr(d_model, settings.warmup, settings.factor)
-    worked = (rf"$\mathrm{{lr}}_{{\max}} = \mathrm{{lr}}(\mathrm{{warmup}}) = {settings.factor:g}\cdot "
-              rf"{d_model}^{{-0.5}}\cdot {settings.warmup}^{{-0.5}} = {charts.latex_number(peak)}$")
     if settings.warmup > settings.max_steps:
-        words = t("training.schedule.peak_after_cap", warmup=settings.warmup, steps=settings.max_steps)
-    else:
-        words = t("training.schedule.peak_caption", warmup=settings.warmup, d_model=d_model)
-    st.caption(worked + "  \n" + words)  # one element: the fragment reruns on every warmup change
+        st.warning(t("training.schedule.peak_after_cap", warmup=settings.warmup, steps=settings.max_steps),
+                   icon=":material/block:")
 
 
 # ------------------------------------------------------------------ buttons
