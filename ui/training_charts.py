@@ -96,6 +96,23 @@ def peak_points(d_model: int, factor: float, max_steps: int, curves: tuple[tuple
     })
 
 
+@functools.lru_cache(maxsize=64)
+def planned_datasets(d_model: int, factor: float, max_steps: int,
+                     curves: tuple[tuple[str, int], ...]) -> dict[str, bytes]:
+    """The ``curve`` and ``peak`` datasets of :func:`lr_spec` for these curves, as the Arrow IPC bytes
+    ``st.vega_lite_chart`` sends (it passes bytes on as they are), once per process: a rerun then
+    does not serialise the same two tables again."""
+    return {"curve": arrow_bytes(planned_curves(d_model, factor, max_steps, curves)),
+            "peak": arrow_bytes(peak_points(d_model, factor, max_steps, curves))}
+
+
+def arrow_bytes(table: pa.Table) -> bytes:
+    """``table`` as the Arrow IPC stream Streamlit sends for a chart dataset (its own serialiser)."""
+    from streamlit.dataframe_util import convert_arrow_table_to_arrow_bytes
+
+    return convert_arrow_table_to_arrow_bytes(table)
+
+
 def point_table(**values: float | str) -> pa.Table:
     """A one-row table (the current step's marker, the loss floor...)."""
     return pa.table({name: [value] for name, value in values.items()})
@@ -220,7 +237,7 @@ def lr_spec(*, x_title: str, y_title: str, series: Sequence[str], live: bool,
     return {"layer": layers, "resolve": {"scale": {"color": "shared"}}}
 
 
-def with_datasets(spec: dict, **datasets: pa.Table) -> dict:
+def with_datasets(spec: dict, **datasets: pa.Table | bytes) -> dict:
     """A copy of ``spec`` carrying ``datasets`` by name (what ``st.vega_lite_chart`` sends as data)."""
     return {**spec, "datasets": dict(datasets)}
 

@@ -155,9 +155,7 @@ def planned_schedule() -> None:
     spec = charts.lr_spec(x_title=t("training.chart.step"), y_title=t("training.chart.lr"),
                           series=[name for name, _ in curves], live=False)
     st.vega_lite_chart(charts.with_datasets(
-        spec,
-        curve=charts.planned_curves(d_model, settings.factor, settings.max_steps, tuple(curves)),
-        peak=charts.peak_points(d_model, settings.factor, settings.max_steps, tuple(curves)),
+        spec, **charts.planned_datasets(d_model, settings.factor, settings.max_steps, tuple(curves)),
     ), height=charts.CHART_HEIGHT, key="training.planned_chart")
     if settings.warmup > settings.max_steps:
         st.warning(t("training.schedule.peak_after_cap", warmup=settings.warmup, steps=settings.max_steps),
@@ -352,8 +350,7 @@ def _charts(session: ts.TrainingSession, snap: RunSnapshot) -> None:
         now = charts.point_table(step=max(snap.step, 1), lr=snap.lrs[-1] if snap.lrs else 0.0)
         st.vega_lite_chart(charts.with_datasets(
             spec,
-            curve=charts.planned_curves(d_model, cfg["factor"], snap.max_steps, curve),
-            peak=charts.peak_points(d_model, cfg["factor"], snap.max_steps, curve),
+            **charts.planned_datasets(d_model, cfg["factor"], snap.max_steps, curve),
             now=now,
         ), height=charts.CHART_HEIGHT, key="training.lr_chart")
     left, right = st.columns(2)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from streamlit.runtime.caching import cache_resource_api
 from streamlit.testing.v1 import AppTest
@@ -400,6 +401,16 @@ def test_planned_curve_peaks_at_warmup_with_the_paper_formula():
     assert len(a) <= charts.MAX_POINTS + 1
     peaks = charts.peak_points(32, 1.0, 3000, curves)
     assert peaks.column("series").to_pylist() == ["a"]  # warmup 4000 is never reached within 3000 steps
+
+
+def test_planned_datasets_are_the_tables_serialised_once():
+    curves = (("a", 400), ("b", 800))
+    datasets = charts.planned_datasets(32, 1.0, 3000, curves)
+    assert datasets is charts.planned_datasets(32, 1.0, 3000, curves)  # cached: built once per process
+    for name, table in (("curve", charts.planned_curves(32, 1.0, 3000, curves)),
+                        ("peak", charts.peak_points(32, 1.0, 3000, curves))):
+        assert isinstance(datasets[name], bytes)
+        assert pa.ipc.open_stream(datasets[name]).read_all().equals(table)
 
 
 def test_run_series_become_small_tables():
