@@ -16,6 +16,24 @@ from ui.tour import TOUR
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
+# Inside the component's shadow root: applies to this markup only. Colours from the theme (--st-*).
+MAP_CSS = """
+.tp-diagram svg { width: 100%; height: auto; }
+.tp-map { display: grid; grid-template-columns: 7fr 4fr; gap: 1rem 3rem; align-items: start; }
+@media (max-width: 760px) { .tp-map { grid-template-columns: 1fr; } }
+.tp-map h3 { font-size: 1.75rem; font-weight: 700; line-height: 1.2; margin: 0.5rem 0 1rem; }
+.tp-caption, .tp-tour p { font-size: 0.875rem; line-height: 1.6; opacity: 0.65; margin: 0 0 0.75rem; }
+.tp-tour { list-style: none; padding: 0; margin: 0; }
+.tp-tour li { margin: 0 0 0.5rem; }
+.tp-tour a { display: inline-flex; align-items: center; gap: 0.5rem; padding: 0.25rem 0.5rem; margin-left: -0.5rem;
+             border-radius: 0.5rem; color: inherit; text-decoration: none; font-size: 0.875rem; }
+.tp-tour a:hover, .tp-tour a:focus-visible { background: var(--st-secondary-background-color); }
+.tp-tour a:hover strong { color: var(--st-primary-color); }
+.tp-tour strong { font-weight: 600; }
+.tp-icon { font-family: "Material Symbols Rounded"; font-size: 1.15rem; line-height: 1; font-weight: 400;
+           font-feature-settings: "liga"; -webkit-font-smoothing: antialiased; }
+"""
+
 
 @functools.cache
 def _svg(lang: str) -> str:
@@ -49,6 +67,7 @@ def map_html(lang: str) -> str:
         return html.escape(translate(key, lang))
 
     return (
+        f"<style>{MAP_CSS}</style>"
         '<div class="tp-map">'
         f'<section class="tp-map-diagram"><h3>{e("home.diagram.heading")}</h3>'
         f'<p class="tp-caption">{e("home.diagram.caption")}</p>'
