@@ -8,7 +8,9 @@ laptop and on a busy CI machine:
   reruns only its fragment, as for a visitor), next to the same kind of change on a one-widget
   script served the same way (median of ``--runs``, interleaved). The change is sent by a
   websocket client that draws nothing (``bench/ws_rerun.py``, the default ``--client``) or by a
-  chromium tab on this machine (``--client browser``, ``bench/browser_rerun.py``).
+  chromium tab on this machine (``--client browser``, ``bench/browser_rerun.py``). The whole
+  measurement is made ``--repeat`` times (default 3), each with fresh servers, and a page's ratio
+  is the median of its repeats: on a shared 2-core machine one measurement can be 15% off.
   ``--mode apptest`` times ``AppTest.run()`` of the whole script instead, with compiled scripts
   cached across runs as a real server does. Target <= 2x.
 * cold start: ``streamlit run app.py`` until its first script run has finished (a websocket
@@ -202,6 +204,32 @@ def cold_start(runs: int) -> dict[str, float]:
     return {"app_s": round(app_s, 3), "reference_s": round(ref_s, 3), "ratio": round(app_s / ref_s, 3)}
 
 
+def repeated(measure, times: int) -> dict[str, dict]:
+    """``measure()`` (per page: ms, trivial_ms, ratio, run) ``times`` times; per page the repeat whose
+    ratio is the median, with every repeat's ratio (``ratios``) beside it. A page that failed once
+    is reported failed."""
+    rounds = []
+    for n in range(times):
+        if times > 1:
+            print(f"-- repeat {n + 1} of {times}", flush=True)
+        rounds.append(measure())
+    pages: dict[str, dict] = {}
+    for key in rounds[0]:
+        results = [r.get(key, {"error": "not measured"}) for r in rounds]
+        failed = [r for r in results if "ratio" not in r]
+        if failed:
+            pages[key] = failed[0]
+            continue
+        ordered = sorted(results, key=lambda r: r["ratio"])
+        pages[key] = {**ordered[(len(ordered) - 1) // 2], "ratios": [r["ratio"] for r in results]}
+    if times > 1:
+        for key, page in pages.items():
+            if "ratio" in page:
+                print(f"{key:<12} median of {times}: {page['ratio']:4.2f}x   (each: "
+                      + ", ".join(f"{r:.2f}" for r in page["ratios"]) + ")", flush=True)
+    return pages
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=31, help="timed reruns per page (median)")
@@ -216,6 +244,9 @@ def main() -> None:
                              "that draws nothing, as when the browsers are on other computers; browser: "
                              "a chromium tab on this machine, bench/browser_rerun.py)")
     parser.add_argument("--pages", nargs="*", help="only these page keys")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="server mode: measure this many times, each with fresh servers; a page's ratio is "
+                             "the median of its repeats (on a shared machine one measurement can be 15%% off)")
     args = parser.parse_args()
     os.chdir(ROOT)
 
@@ -238,7 +269,7 @@ def main() -> None:
             from bench.ws_rerun import rerun_ratios as server_rerun_ratios
 
         paths = {s.key: f"{s.url_path}?lang=en" for s in TOUR if s.key in keys}
-        pages = server_rerun_ratios(args.runs, paths)
+        pages = repeated(lambda: server_rerun_ratios(args.runs, paths), max(1, args.repeat))
         measured = [k for k in pages if "ratio" in pages[k]]
         worst = max(measured, key=lambda k: pages[k]["ratio"])
         result.update(ratio=pages[worst]["ratio"], worst_page=worst, pages=pages,
