@@ -137,12 +137,17 @@ class _Session:
 
 
 def summarize(key: str, page_s: list[float], ref_s: list[float], kinds: set[str], client: str = "") -> dict:
-    """Medians and ratio of one page's timed reruns against the reference's; printed as a line."""
+    """One page's timed reruns against the reference's, printed as a line.
+
+    ``page_s[i]`` and ``ref_s[i]`` were measured one right after the other, so the ratio is the
+    median of the pairs' ratios: load that comes and goes on a shared machine hits both sides of a
+    pair alike. The medians of each side are reported too."""
     page_ms, ref_ms = statistics.median(page_s) * 1e3, statistics.median(ref_s) * 1e3
+    ratio = statistics.median(p / r for p, r in zip(page_s, ref_s))
     run = "+".join(sorted(kinds))
-    print(f"{key:<12} server rerun {page_ms:6.1f} ms vs {ref_ms:5.1f} ms = {page_ms / ref_ms:4.2f}x"
+    print(f"{key:<12} server rerun {page_ms:6.1f} ms vs {ref_ms:5.1f} ms: {ratio:4.2f}x"
           f"   ({run} run{', ' + client if client else ''})", flush=True)
-    return {"ms": round(page_ms, 2), "trivial_ms": round(ref_ms, 2), "ratio": round(page_ms / ref_ms, 3), "run": run}
+    return {"ms": round(page_ms, 2), "trivial_ms": round(ref_ms, 2), "ratio": round(ratio, 3), "run": run}
 
 
 def rerun_ratios(runs: int, pages: dict[str, str]) -> dict[str, dict]:

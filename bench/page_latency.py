@@ -6,7 +6,8 @@ laptop and on a busy CI machine:
 * rerun (``--mode server``, the default): the time of the script run a server executes after
   one widget change on each page (``bench/timed_server.py``; a widget inside an ``st.fragment``
   reruns only its fragment, as for a visitor), next to the same kind of change on a one-widget
-  script served the same way (median of ``--runs``, interleaved). The change is sent by a
+  script served the same way: ``--runs`` pairs, each page change followed by a reference change,
+  and the median of the pairs' ratios. The change is sent by a
   websocket client that draws nothing (``bench/ws_rerun.py``, the default ``--client``) or by a
   chromium tab on this machine (``--client browser``, ``bench/browser_rerun.py``). The whole
   measurement is made ``--repeat`` times (default 3), each with fresh servers, and a page's ratio
