@@ -18,9 +18,9 @@ LOOK_AHEAD = BoolParam("mask_ahead", default=True)
 KIND = ChoiceParam("mask_kind", default="decoder", choices=mv.KINDS)
 
 
-SWITCHES: tuple[str, ...] = ("padding", "look_ahead")
 SWITCHES_KEY = "masks.switches"
 SWITCH_KEYS = {"padding": "masks.padding", "look_ahead": "masks.look_ahead"}  # each: a bool, bound to the URL
+SWITCHES: tuple[str, ...] = tuple(SWITCH_KEYS)  # the pills, in this order
 
 
 def _switched() -> None:

@@ -40,7 +40,7 @@ def frequency(positions: int, d_model: int, base: float) -> None:
     pairs = d_model // 2
     PAIR = IntParam("pe_pair", default=0, lo=0, hi=pairs - 1)
     clamp_state("positional.pair", PAIR.hi)
-    pair = min(st.session_state.get(bind(PAIR, key="positional.pair"), PAIR.default), PAIR.hi)
+    pair = st.session_state[bind(PAIR, key="positional.pair")]  # bound before the slider: its label needs it
     lam = pv.wavelength(pair, d_model, base)
     a, b = 2 * pair, 2 * pair + 1
     # "{,}" keeps LaTeX from spacing the thousands separators like list commas.
