@@ -70,42 +70,52 @@ def step_by_step(ckpt, key, source: str) -> None:
                                      key=bind(IntParam("dec_layer", 1, lo=1, hi=cfg.n_layers), key="decoding.layer"))
         head = st.segmented_control(t("decoding.head"), list(range(1, cfg.n_heads + 1)), required=True,
                                     key=bind(IntParam("dec_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
-    step_view(cfg, trace, strategy, layer, head)
+    step_view(cfg, trace, strategy, layer, head, {})
     st.caption(" ".join((t("decoding.steps.triangle_caption"),
                          t("decoding.steps.topk_caption", k=len(trace.steps[0].top_tokens)),
                          t("decoding.steps.cross_caption"))))
 
 
 @st.fragment
-def step_view(cfg, trace: "dv.DecodeTrace", strategy: str, layer: int, head: int) -> None:
+def step_view(cfg, trace: "dv.DecodeTrace", strategy: str, layer: int, head: int,
+              drawn: dict[int, tuple[str, FrozenFigure]]) -> None:
     """One step of ``trace``. A fragment: moving through the steps reruns only this part of the page,
     and it draws as few elements as it can (each costs the server a message): the step's three
-    pictures are one figure."""
+    pictures are one figure.
+
+    ``drawn`` is a new dict on every full run (the fragment keeps it through its own reruns, in
+    which only the step changes): each step's status and figure, made the first time it is shown,
+    so going back and forth costs no translating or figure lookup."""
     n = len(trace.steps)
     clamp_state(STEP_KEY, n)
     if n > 1:
         key = bind(IntParam("dec_step", 1, lo=1, hi=n), key=STEP_KEY)
         step = st.session_state[key]
-        current = trace.steps[step - 1]
+    else:
+        step = 1
+    current = trace.steps[step - 1]
+    if step not in drawn:
+        drawn[step] = (step_status(trace, step),
+                       cached_figure(step_figure, current, len(trace.steps[-1].prefix), trace.src_tokens,
+                                     layer, head, cfg.n_heads, step_texts()))
+    status, figure = drawn[step]
+    if n > 1:
         # The step's status is the slider's label (a slider is known by its key and range, so a
         # new label keeps it): one element fewer to send on every step.
-        st.slider(step_status(trace, step), 1, n, key=key)
+        st.slider(status, 1, n, key=key)
         with st.container(horizontal=True):
             st.button(t("decoding.steps.previous"), icon=":material/chevron_left:", on_click=move_step, args=(-1, n),
                       key="decoding.prev", disabled=step <= 1)
             st.button(t("decoding.steps.next"), icon=":material/chevron_right:", icon_position="right",
                       on_click=move_step, args=(1, n), key="decoding.next", disabled=step >= n)
     else:
-        step, current = 1, trace.steps[0]
-        st.markdown(step_status(trace, step))
+        st.markdown(status)
     if current.chosen == dv.EOS:
         st.success(t("decoding.steps.done", output=markdown_literal(trace.output, limit=80)),
                    icon=":material/flag:")
     elif step == n and not trace.finished:
         st.warning(t("decoding.steps.limit", limit=trace.max_len), icon=":material/block:")
-    st.plotly_chart(cached_figure(step_figure, current, len(trace.steps[-1].prefix), trace.src_tokens,
-                                  layer, head, cfg.n_heads, step_texts()),
-                    key="decoding.step_figure", config=PLOT_CONFIG)
+    st.plotly_chart(figure, key="decoding.step_figure", config=PLOT_CONFIG)
     if strategy == "beam" and trace.beams and step <= len(trace.beams):
         st.dataframe(dv.beams_table(trace, beam_columns(), step), hide_index=True, width="stretch")
 

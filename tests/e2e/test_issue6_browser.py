@@ -164,9 +164,14 @@ def test_decoding_every_control(page, wait_for_app, screenshot):
     widget(p, "decoding.next").get_by_role("button").click()
     p.wait_for_url(re.compile(r"dec_step=3(&|$)"))
     wait_for_app(p)
+    expect(p.get_by_text(re.compile(r"^Step 3 of \d+"))).to_be_visible()
     widget(p, "decoding.prev").get_by_role("button").click()
     p.wait_for_url(re.compile(r"dec_step=2(&|$)"))
     wait_for_app(p)
+    # Step 2 again: its status and figure come from the fragment's memo of the steps drawn so far.
+    expect(p.get_by_text(re.compile(r"^Step 2 of \d+"))).to_be_visible()
+    expect(charts(p, "decoding.step_figure").get_by_text(
+        translate("decoding.steps.triangle", "en", layer=1, head=1))).to_be_visible()
     slider = widget(p, "decoding.step").get_by_role("slider")
     slider.focus()
     slider.press("End")
@@ -179,6 +184,9 @@ def test_decoding_every_control(page, wait_for_app, screenshot):
 
     choose(p, wait_for_app, "decoding.layer", "2", "dec_layer", "2")
     choose(p, wait_for_app, "decoding.head", "2", "dec_head", "2")
+    # A new layer and head is a full run: the memo starts afresh, so the figure follows them.
+    expect(charts(p, "decoding.step_figure").get_by_text(
+        translate("decoding.steps.triangle", "en", layer=2, head=2))).to_be_visible()
     choose(p, wait_for_app, "decoding.strategy", translate("decoding.strategy_name.beam", "en"), "dec_strategy", "beam")
     expect(p.locator(f"{MAIN} [data-testid='stDataFrame']")).to_have_count(1)
     choose(p, wait_for_app, "decoding.strategy", translate("decoding.strategy_name.sample", "en"), "dec_strategy",
