@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.browser_rerun import TRIVIAL_SCRIPT, timed_server  # noqa: E402
 from bench.load import Session  # noqa: E402
-from bench.ws_rerun import WIDGET_KEYS, _change_and_time, two_states  # noqa: E402
+from bench.ws_rerun import WIDGET_KEYS, change_and_time, two_states  # noqa: E402
 from ui.tour import stop  # noqa: E402
 
 _HEAD = f"""import sys
@@ -138,7 +138,7 @@ def measure(runs: int, shapes: list[str], pages: list[str]) -> dict[str, dict]:
         for i in range(3 + runs):  # 3 warm-up rounds, then the timed ones
             for name in order[i % len(order):] + order[: i % len(order)]:
                 session, log, widget = sessions[name]
-                seconds, _ = _change_and_time(session, log, widget, states[name], i)
+                seconds, _ = change_and_time(session, log, widget, states[name], i)
                 if i >= 3:
                     times[name].append(seconds)
         ref = times["reference"]

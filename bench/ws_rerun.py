@@ -68,8 +68,9 @@ def two_states(session: Session, key: str) -> list[WidgetState]:
     return [drawn, another_value(session.widgets[key], drawn)]
 
 
-def _change_and_time(session: Session, log: Path, key: str, states: list[WidgetState],
-                     i: int) -> tuple[float, str]:
+def change_and_time(session: Session, log: Path, key: str, states: list[WidgetState],
+                    i: int) -> tuple[float, str]:
+    """Flip widget ``key`` (change ``i``); ``(seconds, kinds)`` of the script runs it caused, from ``log``."""
     before = len(_runs(log))
     flip(session, key, states, i)
     time.sleep(SETTLE_S)
@@ -100,14 +101,14 @@ def rerun_ratios(runs: int, pages: dict[str, str]) -> dict[str, dict]:
                     time.sleep(1.0)  # the first run's follow-ups and the background warm-up
                     states = two_states(session, widget)
                     for i in range(3):  # warm both sides
-                        _change_and_time(session, app_log, widget, states, i)
-                        _change_and_time(reference, ref_log, "lang", ref_states, i)
+                        change_and_time(session, app_log, widget, states, i)
+                        change_and_time(reference, ref_log, "lang", ref_states, i)
                     page_s, ref_s, kinds = [], [], set()
                     for i in range(3, 3 + runs):  # i carries on, so every change flips the widget
-                        seconds, kind = _change_and_time(session, app_log, widget, states, i)
+                        seconds, kind = change_and_time(session, app_log, widget, states, i)
                         page_s.append(seconds)
                         kinds.add(kind)
-                        ref_s.append(_change_and_time(reference, ref_log, "lang", ref_states, i)[0])
+                        ref_s.append(change_and_time(reference, ref_log, "lang", ref_states, i)[0])
                 except Exception as exc:  # a broken page is reported; the others are still measured
                     print(f"{key:<12} FAILED: {exc}", flush=True)
                     results[key] = {"error": str(exc)[:300]}
