@@ -127,7 +127,7 @@ def step_status(trace: "dv.DecodeTrace", step: int) -> str:
     written = "".join(tok for tok in dv.generated_tokens(trace, step) if tok != dv.EOS)
     return (t("decoding.steps.status", step=step, n=len(trace.steps), prefix=markdown_literal(prefix, limit=200),
               chosen=markdown_literal(dv.visible(current.chosen)), p=f"{current.chosen_prob:.3f}")
-            + f" {t('decoding.steps.written')}: **{markdown_literal(written, limit=200) or '∅'}**")
+            + " " + t("decoding.steps.written", written=markdown_literal(written, limit=200) or "∅"))
 
 
 def step_texts() -> dict[str, str]:

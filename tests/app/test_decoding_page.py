@@ -104,6 +104,8 @@ def test_moving_the_step_slider_does_not_decode_again(app, monkeypatch):
         clean(at.slider(key="decoding.step").set_value(value).run())
     clean(at.radio(key="lang").set_value("zh").run())
     assert len(calls) == 1
+    written = translate("decoding.steps.written", "zh", written="").removesuffix("**")  # "目前已写出：**"
+    assert written.startswith("目前已写出：") and written in at.slider(key="decoding.step").label
 
 
 # ------------------------------------------------------------------ strategies side by side
