@@ -11,6 +11,10 @@ from ui.nav import linked_html, tour_links
 
 st.title(t("common.app_title"))
 st.markdown(t("home.intro"))
-linked_html(map_html(current_lang()), key="home_map")
+lang = current_lang()
+# One element per language: a language switch mounts a fresh one. With a single key, one full test
+# run in a fresh venv saw the tour stay in English after the switch (its links already carried
+# ?lang=zh), i.e. the component kept its old markup; a new key cannot.
+linked_html(map_html(lang), key=f"home_map_{lang}")
 st.info(f"**{t('home.prereq.heading')}**\n\n{t('home.prereq.body')}", icon=":material/school:")
 tour_links("home")
