@@ -24,7 +24,10 @@ round (as in ``page_latency``). Minimums are printed too: the cost with the leas
 
 ``--pages masks decoding ...`` measures the app's own pages in the same rounds (one session per page
 on one ``app.py`` server, each changing the widget ``page_latency`` changes), so a page stands next to
-the shape it is built on, under the same load.
+the shape it is built on, under the same load. ``--base-app /tmp/base/app.py`` adds the same pages
+of another checkout (``git worktree add /tmp/base HEAD``) as ``base:<page>``: a change measured
+against the build before it in the same rounds, which a machine whose speed swings by 2x between
+minutes cannot give from two runs.
 
 Run ``python bench/element_floor.py`` (``--runs``, ``--repeat``, ``--shapes``, ``--pages``). The last
 stdout line is one JSON object with each shape's (and page's) ratio, the median of the repeats, and
@@ -111,9 +114,10 @@ SHAPES: dict[str, str] = {
 }
 
 
-def measure(runs: int, shapes: list[str], pages: list[str]) -> dict[str, dict]:
+def measure(runs: int, shapes: list[str], pages: list[str], base_app: Path | None = None) -> dict[str, dict]:
     """One repeat: fresh servers for the reference, every shape and the app (one session per page
-    in ``pages``, changing the widget ``page_latency`` changes), ``runs`` timed rounds."""
+    in ``pages``, changing the widget ``page_latency`` changes), ``runs`` timed rounds. With
+    ``base_app`` (another checkout's ``app.py``), its pages too, as ``base:<page>``."""
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         sessions = {}  # name: (session, run log, widget key)
 
@@ -131,6 +135,10 @@ def measure(runs: int, shapes: list[str], pages: list[str]) -> dict[str, dict]:
             app_url, app_log = stack.enter_context(timed_server(ROOT / "app.py"))
             for key in pages:
                 connect(f"page:{key}", app_url, app_log, stop(key).url_path, WIDGET_KEYS[key])
+        if pages and base_app is not None:
+            base_url, base_log = stack.enter_context(timed_server(base_app))
+            for key in pages:
+                connect(f"base:{key}", base_url, base_log, stop(key).url_path, WIDGET_KEYS[key])
         time.sleep(1.0)
         states = {name: two_states(session, widget) for name, (session, _, widget) in sessions.items()}
         times: dict[str, list[float]] = {name: [] for name in sessions}
@@ -152,6 +160,9 @@ def measure(runs: int, shapes: list[str], pages: list[str]) -> dict[str, dict]:
                 "min_ms": round(min(own) * 1e3, 2),
                 "min_ratio": round(min(own) / min(ref), 3),
             }
+            base = times.get(name.replace("page:", "base:", 1)) if name.startswith("page:") else None
+            if base:  # this build against the other, round by round
+                out[name]["vs_base"] = round(statistics.median(p / b for p, b in zip(own, base)), 3)
         return out
 
 
@@ -162,25 +173,36 @@ def main() -> None:
     parser.add_argument("--shapes", nargs="*", choices=list(SHAPES), default=list(SHAPES))
     parser.add_argument("--pages", nargs="*", choices=list(WIDGET_KEYS), default=[],
                         help="also the app's pages (as page_latency changes them), in the same rounds")
+    parser.add_argument("--base-app", type=Path,
+                        help="with --pages: another checkout's app.py (e.g. `git worktree add /tmp/base HEAD`), "
+                             "its pages measured in the same rounds as base:<page>, to compare two builds")
     args = parser.parse_args()
     names = [*args.shapes, *(f"page:{key}" for key in args.pages)]
+    if args.base_app and args.pages:
+        names += [f"base:{key}" for key in args.pages]
 
     repeats = []
     for k in range(args.repeat):
         print(f"-- repeat {k + 1} of {args.repeat}", flush=True)
-        result = measure(args.runs, args.shapes, args.pages)
+        result = measure(args.runs, args.shapes, args.pages, args.base_app and args.base_app.resolve())
         ref = result["reference"]
         print(f"{'reference':<18} {ref['median_ms']:6.2f} ms (min {ref['min_ms']:5.2f})", flush=True)
         for name in names:
             r = result[name]
             print(f"{name:<18} {r['median_ms']:6.2f} ms (min {r['min_ms']:5.2f}): {r['ratio']:4.2f}x"
-                  f"   (min/min {r['min_ratio']:4.2f}x)", flush=True)
+                  f"   (min/min {r['min_ratio']:4.2f}x)"
+                  + (f"   vs base {r['vs_base']:4.2f}x" if "vs_base" in r else ""), flush=True)
         repeats.append(result)
     ratios = {name: round(statistics.median(r[name]["ratio"] for r in repeats), 3) for name in names}
     for name, ratio in ratios.items():
         print(f"{name:<18} median of {len(repeats)}: {ratio:4.2f}x   "
               f"(each: {', '.join(format(r[name]['ratio'], '.2f') for r in repeats)})", flush=True)
-    print(json.dumps({"ratios": ratios, "runs": args.runs, "repeats": repeats, "cpus": os.cpu_count(),
+    vs_base = {name: round(statistics.median(r[name]["vs_base"] for r in repeats), 3)
+               for name in names if "vs_base" in repeats[0][name]}
+    for name, ratio in vs_base.items():
+        print(f"{name:<18} against base, median of {len(repeats)}: {ratio:4.2f}x   "
+              f"(each: {', '.join(format(r[name]['vs_base'], '.2f') for r in repeats)})", flush=True)
+    print(json.dumps({"ratios": ratios, "vs_base": vs_base, "runs": args.runs, "repeats": repeats, "cpus": os.cpu_count(),
                       "loadavg": list(os.getloadavg())}))
 
 

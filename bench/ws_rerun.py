@@ -36,6 +36,7 @@ WIDGET_KEYS: dict[str, str] = {
     "training": "training.warmup",
 }
 SETTLE_S = 0.15  # a run the first one triggers (st.rerun) lands in the log within this
+LOG_WAIT_S = 2.0  # on a loaded machine the log line can come after the session has settled
 
 
 def drawn_state(session: Session, key: str) -> WidgetState:
@@ -76,6 +77,10 @@ def change_and_time(session: Session, log: Path, key: str, states: list[WidgetSt
     time.sleep(SETTLE_S)
     session._settle(session.request_timeout)
     runs = _runs(log)[before:]
+    deadline = time.monotonic() + LOG_WAIT_S
+    while not runs and time.monotonic() < deadline:  # the run's line is written just after its last message
+        time.sleep(0.01)
+        runs = _runs(log)[before:]
     if not runs:
         raise RuntimeError(f"changing {key!r} caused no script run")
     return sum(s for s, _ in runs), ",".join(sorted({k for _, k in runs}))
