@@ -74,22 +74,29 @@ TRIVIAL_CHANGE = _click_nth("lang", "[data-testid=stRadioOption]")
 def timed_server(script: Path) -> Iterator[tuple[str, Path]]:
     """``(base_url, run_log)`` of ``streamlit run script`` under :mod:`bench.timed_server`."""
     with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp) / "runs.log"
+        log, output = Path(tmp) / "runs.log", Path(tmp) / "server.out"
         log.touch()
         launcher = (sys.executable, str(ROOT / "bench" / "timed_server.py"), str(log), "--")
-        with serving(script, launcher=launcher, timeout_s=START_TIMEOUT_S) as url:
-            yield url, log
+        with serving(script, launcher=launcher, timeout_s=START_TIMEOUT_S, log_path=output) as url:
+            try:
+                yield url, log
+            except BaseException:  # say what the server said, when a measurement fails
+                tail = output.read_text(errors="replace").splitlines()[-20:]
+                print(f"-- the last lines of {Path(script).name}'s server:", *tail, sep="\n", file=sys.stderr)
+                raise
 
 
 def _wait_idle(page) -> None:
     page.wait_for_selector('[data-test-script-state="notRunning"]', timeout=RUN_TIMEOUT_MS)
 
 
-def _runs(log: Path) -> list[tuple[float, str]]:
+def _runs(log: Path, clock: str = "wall") -> list[tuple[float, str]]:
+    """``(seconds, kind)`` of every run in ``log``: wall-clock seconds, or with ``clock="cpu"`` the
+    CPU seconds the server process used during the run."""
     out = []
     for line in log.read_text().splitlines():
-        seconds, kind = line.split()
-        out.append((float(seconds), kind))
+        seconds, kind, cpu = line.split()
+        out.append((float(cpu if clock == "cpu" else seconds), kind))
     return out
 
 
@@ -97,8 +104,8 @@ def self_url(page) -> str:
     return page.url
 
 
-def _change_and_time(page, log: Path, change: Callable, i: int) -> tuple[float, str]:
-    """Make change ``i``; return ``(seconds, kind)`` of the script run it caused."""
+def _change_and_time(page, log: Path, change: Callable, i: int, clock: str = "wall") -> tuple[float, str]:
+    """Make change ``i``; return ``(seconds, kind)`` of the script run it caused (``clock``: see :func:`_runs`)."""
     before = len(_runs(log))
     change(page, i)
     deadline = time.monotonic() + CHANGE_TIMEOUT_S
@@ -114,7 +121,7 @@ def _change_and_time(page, log: Path, change: Callable, i: int) -> tuple[float, 
     # land in the log too.
     time.sleep(SETTLE_S)
     _wait_idle(page)
-    runs = _runs(log)[before:]
+    runs = _runs(log, clock)[before:]
     return sum(s for s, _ in runs), ",".join(sorted({k for _, k in runs}))
 
 
@@ -128,9 +135,9 @@ class _Session:
         self.page.wait_for_timeout(500)
         _wait_idle(self.page)
 
-    def time(self, change: Callable, i: int) -> tuple[float, str]:
+    def time(self, change: Callable, i: int, clock: str = "wall") -> tuple[float, str]:
         self.page.bring_to_front()
-        return _change_and_time(self.page, self.log, change, i)
+        return _change_and_time(self.page, self.log, change, i, clock)
 
     def close(self) -> None:
         self.context.close()
@@ -150,7 +157,7 @@ def summarize(key: str, page_s: list[float], ref_s: list[float], kinds: set[str]
     return {"ms": round(page_ms, 2), "trivial_ms": round(ref_ms, 2), "ratio": round(ratio, 3), "run": run}
 
 
-def rerun_ratios(runs: int, pages: dict[str, str]) -> dict[str, dict]:
+def rerun_ratios(runs: int, pages: dict[str, str], clock: str = "wall") -> dict[str, dict]:
     """Per page key (``{key: url path with query}``): medians of page and reference reruns."""
     from playwright.sync_api import sync_playwright
 
@@ -167,19 +174,19 @@ def rerun_ratios(runs: int, pages: dict[str, str]) -> dict[str, dict]:
                 try:
                     session = _Session(browser, app_url, app_log, path)
                     for i in range(3):  # warm both sides
-                        session.time(change, i)
-                        reference.time(TRIVIAL_CHANGE, i)
+                        session.time(change, i, clock)
+                        reference.time(TRIVIAL_CHANGE, i, clock)
                     page_s, ref_s, kinds = [], [], set()
                     for i in range(3, 3 + runs):  # i carries on, so every change flips the widget
-                        seconds, kind = session.time(change, i)
+                        seconds, kind = session.time(change, i, clock)
                         page_s.append(seconds)
                         kinds.add(kind)
-                        ref_s.append(reference.time(TRIVIAL_CHANGE, i)[0])
+                        ref_s.append(reference.time(TRIVIAL_CHANGE, i, clock)[0])
                     session.close()
                 except Exception as exc:  # a broken page is reported; the others are still measured
                     print(f"{key:<12} FAILED: {exc}", flush=True)
                     results[key] = {"error": str(exc)[:300]}
                     continue
-                results[key] = summarize(key, page_s, ref_s, kinds)
+                results[key] = summarize(key, page_s, ref_s, kinds, "server CPU time" if clock == "cpu" else "")
             browser.close()
     return results

@@ -114,7 +114,8 @@ SHAPES: dict[str, str] = {
 }
 
 
-def measure(runs: int, shapes: list[str], pages: list[str], base_app: Path | None = None) -> dict[str, dict]:
+def measure(runs: int, shapes: list[str], pages: list[str], base_app: Path | None = None,
+            clock: str = "wall") -> dict[str, dict]:
     """One repeat: fresh servers for the reference, every shape and the app (one session per page
     in ``pages``, changing the widget ``page_latency`` changes), ``runs`` timed rounds. With
     ``base_app`` (another checkout's ``app.py``), its pages too, as ``base:<page>``."""
@@ -146,7 +147,7 @@ def measure(runs: int, shapes: list[str], pages: list[str], base_app: Path | Non
         for i in range(3 + runs):  # 3 warm-up rounds, then the timed ones
             for name in order[i % len(order):] + order[: i % len(order)]:
                 session, log, widget = sessions[name]
-                seconds, _ = change_and_time(session, log, widget, states[name], i)
+                seconds, _ = change_and_time(session, log, widget, states[name], i, clock)
                 if i >= 3:
                     times[name].append(seconds)
         ref = times["reference"]
@@ -176,6 +177,8 @@ def main() -> None:
     parser.add_argument("--base-app", type=Path,
                         help="with --pages: another checkout's app.py (e.g. `git worktree add /tmp/base HEAD`), "
                              "its pages measured in the same rounds as base:<page>, to compare two builds")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="time runs by the wall clock or by the server process's CPU time (page_latency --clock)")
     args = parser.parse_args()
     names = [*args.shapes, *(f"page:{key}" for key in args.pages)]
     if args.base_app and args.pages:
@@ -184,7 +187,7 @@ def main() -> None:
     repeats = []
     for k in range(args.repeat):
         print(f"-- repeat {k + 1} of {args.repeat}", flush=True)
-        result = measure(args.runs, args.shapes, args.pages, args.base_app and args.base_app.resolve())
+        result = measure(args.runs, args.shapes, args.pages, args.base_app and args.base_app.resolve(), args.clock)
         ref = result["reference"]
         print(f"{'reference':<18} {ref['median_ms']:6.2f} ms (min {ref['min_ms']:5.2f})", flush=True)
         for name in names:
@@ -202,7 +205,7 @@ def main() -> None:
     for name, ratio in vs_base.items():
         print(f"{name:<18} against base, median of {len(repeats)}: {ratio:4.2f}x   "
               f"(each: {', '.join(format(r[name]['vs_base'], '.2f') for r in repeats)})", flush=True)
-    print(json.dumps({"ratios": ratios, "vs_base": vs_base, "runs": args.runs, "repeats": repeats, "cpus": os.cpu_count(),
+    print(json.dumps({"ratios": ratios, "vs_base": vs_base, "clock": args.clock, "runs": args.runs, "repeats": repeats, "cpus": os.cpu_count(),
                       "loadavg": list(os.getloadavg())}))
 
 

@@ -222,6 +222,13 @@ class Session:
         self._seen_ids: set[str] = set()
         self._run_errors = 0
         self._context_sent = False
+        # As the browser's ForwardMsgCache: hash -> [message, run count when last used]. The hashes
+        # go back with every rerun request, and the server sends a short reference for those.
+        self.message_cache: dict[str, list] = {}
+        self._cache_runs = 0
+        self._cache_max_age = 2  # the server's global.maxCachedMessageAge, read from new_session
+        self._run_fragments: tuple[str, ...] = ()
+        self.cache_hits = 0  # references the server sent instead of a message
 
     # -- connection ------------------------------------------------------------------------------
     def connect(self) -> "Session":
@@ -267,14 +274,44 @@ class Session:
             raise SessionError("disconnected: empty frame")
         msg = ForwardMsg()
         msg.ParseFromString(data)
-        self._handle(msg)
+        self._handle(self._through_cache(msg))
         return True
+
+    def _through_cache(self, msg: ForwardMsg) -> ForwardMsg:
+        """Keep a cacheable message, and replace a reference by the message it names (the browser's
+        ForwardMsgCache does both)."""
+        if msg.WhichOneof("type") == "ref_hash":
+            entry = self.message_cache.get(msg.ref_hash)
+            if entry is None:
+                raise SessionError(f"the server referred to a message this session does not have ({msg.ref_hash})")
+            entry[1] = self._cache_runs
+            self.cache_hits += 1
+            cached = ForwardMsg()
+            cached.CopyFrom(entry[0])
+            cached.metadata.CopyFrom(msg.metadata)  # where this run puts it
+            return cached
+        if msg.metadata.cacheable and msg.hash:
+            self.message_cache[msg.hash] = [msg, self._cache_runs]
+        return msg
+
+    def _age_cache(self) -> None:
+        """A run finished: forget the cached messages not used in the last ``max age`` runs (in a
+        fragment run, only those of its fragments), as the browser does."""
+        self._cache_runs += 1
+        for key, (message, used) in list(self.message_cache.items()):
+            fragment = message.delta.fragment_id if message.WhichOneof("type") == "delta" else ""
+            if self._run_fragments and (not fragment or fragment not in self._run_fragments):
+                continue
+            if self._cache_runs - used > self._cache_max_age:
+                del self.message_cache[key]
 
     def _handle(self, msg: ForwardMsg) -> None:
         kind = msg.WhichOneof("type")
         if kind == "delta":
             self._handle_delta(msg.delta)
         elif kind == "new_session":
+            self._run_fragments = tuple(msg.metadata.run.fragment_ids)
+            self._cache_max_age = msg.new_session.config.max_cached_message_age or self._cache_max_age
             if not msg.metadata.run.fragment_ids:  # a full run: the page is drawn anew
                 self.widgets.clear()
                 self.links.clear()
@@ -300,6 +337,8 @@ class Session:
             self._error(f"compile error: {msg.session_event.script_compilation_exception.message}")
         elif kind == "script_finished":
             self._finished = msg.script_finished
+            if msg.script_finished != EARLY_FOR_RERUN:
+                self._age_cache()
             if msg.script_finished == FINISHED:
                 if self._run_errors == 0:
                     self.visited.add(self.current_path)
@@ -368,6 +407,7 @@ class Session:
             cs.fragment_id = fragment_id
         cs.is_auto_rerun = auto
         cs.widget_states.widgets.extend(self.states.values())
+        cs.cached_message_hashes.extend(self.message_cache)
         if extra is not None and extra.WhichOneof("value") == "trigger_value":
             cs.widget_states.widgets.append(extra)
         if not self._context_sent:

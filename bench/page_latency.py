@@ -8,8 +8,12 @@ laptop and on a busy CI machine:
   reruns only its fragment, as for a visitor), next to the same kind of change on a one-widget
   script served the same way: ``--runs`` pairs, each page change followed by a reference change,
   and the median of the pairs' ratios. The change is sent by a
-  websocket client that draws nothing (``bench/ws_rerun.py``, the default ``--client``) or by a
-  chromium tab on this machine (``--client browser``, ``bench/browser_rerun.py``). The whole
+  websocket client that draws nothing (``bench/ws_rerun.py``, the default ``--client``; it keeps
+  and reports the messages it was sent as a browser does, so an unchanged chart comes back as a
+  short reference) or by a chromium tab on this machine (``--client browser``,
+  ``bench/browser_rerun.py``). ``--clock cpu`` times each run by the CPU time the server process
+  used during it instead of the wall clock: the same work, without the time other tenants of a
+  shared machine take from it. The whole
   measurement is made ``--repeat`` times (default 3), each with fresh servers, and a page's ratio
   is the median of its repeats: on a shared 2-core machine one measurement can be 15% off.
   ``--mode apptest`` times ``AppTest.run()`` of the whole script instead, with compiled scripts
@@ -244,6 +248,10 @@ def main() -> None:
                         help="server mode: who makes the change (websocket: bench/ws_rerun.py, a client "
                              "that draws nothing, as when the browsers are on other computers; browser: "
                              "a chromium tab on this machine, bench/browser_rerun.py)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="server mode: time a run by the wall clock (the target's measure) or by the CPU "
+                             "time the server process used during it (steadier where other tenants steal the "
+                             "CPU: bench/timed_server.py)")
     parser.add_argument("--pages", nargs="*", help="only these page keys")
     parser.add_argument("--repeat", type=int, default=3,
                         help="server mode: measure this many times, each with fresh servers; a page's ratio is "
@@ -253,7 +261,7 @@ def main() -> None:
 
     keys = [s.key for s in TOUR if not args.pages or s.key in args.pages]
     result: dict[str, object] = {"ratio_target": 2.0, "cold_start_target": 1.2, "mode": args.mode,
-                                 "client": args.client}
+                                 "client": args.client, "clock": args.clock}
     if args.mode in ("apptest", "both"):
         pages = rerun_ratios(args.runs, keys)
         measured = [k for k in pages if "ratio" in pages[k]]
@@ -270,7 +278,7 @@ def main() -> None:
             from bench.ws_rerun import rerun_ratios as server_rerun_ratios
 
         paths = {s.key: f"{s.url_path}?lang=en" for s in TOUR if s.key in keys}
-        pages = repeated(lambda: server_rerun_ratios(args.runs, paths), max(1, args.repeat))
+        pages = repeated(lambda: server_rerun_ratios(args.runs, paths, args.clock), max(1, args.repeat))
         measured = [k for k in pages if "ratio" in pages[k]]
         worst = max(measured, key=lambda k: pages[k]["ratio"])
         result.update(ratio=pages[worst]["ratio"], worst_page=worst, pages=pages,

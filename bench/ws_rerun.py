@@ -70,23 +70,24 @@ def two_states(session: Session, key: str) -> list[WidgetState]:
 
 
 def change_and_time(session: Session, log: Path, key: str, states: list[WidgetState],
-                    i: int) -> tuple[float, str]:
-    """Flip widget ``key`` (change ``i``); ``(seconds, kinds)`` of the script runs it caused, from ``log``."""
+                    i: int, clock: str = "wall") -> tuple[float, str]:
+    """Flip widget ``key`` (change ``i``); ``(seconds, kinds)`` of the script runs it caused, from ``log``
+    (wall-clock seconds, or with ``clock="cpu"`` the server's CPU seconds: ``browser_rerun._runs``)."""
     before = len(_runs(log))
     flip(session, key, states, i)
     time.sleep(SETTLE_S)
     session._settle(session.request_timeout)
-    runs = _runs(log)[before:]
+    runs = _runs(log, clock)[before:]
     deadline = time.monotonic() + LOG_WAIT_S
     while not runs and time.monotonic() < deadline:  # the run's line is written just after its last message
         time.sleep(0.01)
-        runs = _runs(log)[before:]
+        runs = _runs(log, clock)[before:]
     if not runs:
         raise RuntimeError(f"changing {key!r} caused no script run")
     return sum(s for s, _ in runs), ",".join(sorted({k for _, k in runs}))
 
 
-def rerun_ratios(runs: int, pages: dict[str, str]) -> dict[str, dict]:
+def rerun_ratios(runs: int, pages: dict[str, str], clock: str = "wall") -> dict[str, dict]:
     """Per page key (``{key: url path with query}``): medians of page and reference reruns."""
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -106,20 +107,21 @@ def rerun_ratios(runs: int, pages: dict[str, str]) -> dict[str, dict]:
                     time.sleep(1.0)  # the first run's follow-ups and the background warm-up
                     states = two_states(session, widget)
                     for i in range(3):  # warm both sides
-                        change_and_time(session, app_log, widget, states, i)
-                        change_and_time(reference, ref_log, "lang", ref_states, i)
+                        change_and_time(session, app_log, widget, states, i, clock)
+                        change_and_time(reference, ref_log, "lang", ref_states, i, clock)
                     page_s, ref_s, kinds = [], [], set()
                     for i in range(3, 3 + runs):  # i carries on, so every change flips the widget
-                        seconds, kind = change_and_time(session, app_log, widget, states, i)
+                        seconds, kind = change_and_time(session, app_log, widget, states, i, clock)
                         page_s.append(seconds)
                         kinds.add(kind)
-                        ref_s.append(change_and_time(reference, ref_log, "lang", ref_states, i)[0])
+                        ref_s.append(change_and_time(reference, ref_log, "lang", ref_states, i, clock)[0])
                 except Exception as exc:  # a broken page is reported; the others are still measured
                     print(f"{key:<12} FAILED: {exc}", flush=True)
                     results[key] = {"error": str(exc)[:300]}
                     continue
                 finally:
                     session.close()
-                results[key] = summarize(key, page_s, ref_s, kinds, "websocket client")
+                results[key] = summarize(key, page_s, ref_s, kinds,
+                                         "websocket client" + (", server CPU time" if clock == "cpu" else ""))
             reference.close()
     return results
