@@ -231,11 +231,19 @@ def explorer(ckpt) -> None:
 
 @st.fragment
 def one_head(ckpt, key, source: str, base, section: str, kind: str) -> None:
-    """Layer and head, and the section that shows them. A fragment: picking another head reruns only
-    this, so it draws as few elements as it can (each costs the server a message)."""
+    """The layer, then the head and the section that shows them. A fragment: picking another layer
+    reruns only this, and it draws as few elements as it can (each costs the server a message)."""
     cfg = ckpt.model.config
     layer = st.segmented_control(t("attention.layer"), list(range(1, cfg.n_layers + 1)), required=True,
                                  key=bind(IntParam("att_layer", 1, lo=1, hi=cfg.n_layers), key="attention.layer"))
+    head_section(ckpt, key, source, base, section, kind, layer)
+
+
+@st.fragment
+def head_section(ckpt, key, source: str, base, section: str, kind: str, layer: int) -> None:
+    """The head and the section that shows it: a fragment inside the layer's, so picking another head
+    (what a class does most) reruns only the head's control and its pictures."""
+    cfg = ckpt.model.config
     head = st.segmented_control(t("attention.head"), list(range(1, cfg.n_heads + 1)), required=True,
                                 key=bind(IntParam("att_head", 1, lo=1, hi=cfg.n_heads), key="attention.head"))
     if section == "overview":

@@ -67,13 +67,22 @@ def test_attention_every_control(page, wait_for_app, screenshot):
     choose(p, wait_for_app, "attention.layer", "1", "att_layer", "1")
     choose(p, wait_for_app, "attention.head", "2", "att_head", "2")
     expect(widget(p, "attention.zoom")).to_contain_text("layer 1, head 2")
+    # The head is a fragment inside the layer's: a new head keeps the layer, a new layer keeps the head.
+    cfg = models.get_model(models.shipped_models()[0]).model.config
+    last_layer, last_head = str(cfg.n_layers), str(cfg.n_heads)
+    choose(p, wait_for_app, "attention.layer", last_layer, "att_layer", last_layer)
+    expect(widget(p, "attention.zoom")).to_contain_text(f"layer {last_layer}, head 2")
+    choose(p, wait_for_app, "attention.head", last_head, "att_head", last_head)
+    expect(widget(p, "attention.zoom")).to_contain_text(f"layer {last_layer}, head {last_head}")
+    assert query(p)["att_layer"] == last_layer
+    choose(p, wait_for_app, "attention.layer", "1", "att_layer", "1")
+    expect(widget(p, "attention.zoom")).to_contain_text(f"layer 1, head {last_head}")
 
     # A click on the last small map selects its layer and head.
     last = widget(p, "attention.grid").locator(".nsewdrag").last
     last.scroll_into_view_if_needed()
     box = last.bounding_box()
     p.mouse.click(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.4)
-    cfg = models.get_model(models.shipped_models()[0]).model.config
     p.wait_for_url(re.compile(rf"att_layer={cfg.n_layers}(&|$)"))
     wait_for_app(p)
     assert query(p)["att_head"] == str(cfg.n_heads)
