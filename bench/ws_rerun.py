@@ -88,8 +88,15 @@ def change_and_time(session: Session, log: Path, key: str, states: list[WidgetSt
 
 
 def rerun_ratios(runs: int, pages: dict[str, str], clock: str = "wall") -> dict[str, dict]:
-    """Per page key (``{key: url path with query}``): medians of page and reference reruns."""
+    """Per page key (``{key: url path with query}``): medians of page and reference reruns.
+
+    Every page is open in its own session on one app server, and the changes go round the pages:
+    each round changes every page once, each change followed at once by a reference change (the
+    pair a ratio is made of), in an order that rotates round by round. So every page's pairs are
+    spread over the whole measurement, and a burst of load from outside (on a shared machine a
+    burst can last seconds) lands on all pages alike instead of on the one being measured."""
     results: dict[str, dict] = {}
+    client = "websocket client" + (", server CPU time" if clock == "cpu" else "")
     with tempfile.TemporaryDirectory() as tmp:
         trivial = Path(tmp) / "trivial_app.py"
         trivial.write_text(TRIVIAL_SCRIPT)
@@ -98,30 +105,41 @@ def rerun_ratios(runs: int, pages: dict[str, str], clock: str = "wall") -> dict[
             reference = Session(ref_url, name="reference").connect()
             reference.open("", "lang=en")
             ref_states = two_states(reference, "lang")
+            ref_changes = 0
+            open_pages: dict[str, tuple[Session, str, list]] = {}
             for key, path in pages.items():
-                widget = WIDGET_KEYS[key]
                 page_path, _, query = path.partition("?")
                 session = Session(app_url, name=key).connect()
                 try:
                     session.open(page_path, query)
                     time.sleep(1.0)  # the first run's follow-ups and the background warm-up
-                    states = two_states(session, widget)
-                    for i in range(3):  # warm both sides
-                        change_and_time(session, app_log, widget, states, i, clock)
-                        change_and_time(reference, ref_log, "lang", ref_states, i, clock)
-                    page_s, ref_s, kinds = [], [], set()
-                    for i in range(3, 3 + runs):  # i carries on, so every change flips the widget
-                        seconds, kind = change_and_time(session, app_log, widget, states, i, clock)
-                        page_s.append(seconds)
-                        kinds.add(kind)
-                        ref_s.append(change_and_time(reference, ref_log, "lang", ref_states, i, clock)[0])
+                    open_pages[key] = (session, WIDGET_KEYS[key], two_states(session, WIDGET_KEYS[key]))
                 except Exception as exc:  # a broken page is reported; the others are still measured
                     print(f"{key:<12} FAILED: {exc}", flush=True)
                     results[key] = {"error": str(exc)[:300]}
-                    continue
-                finally:
                     session.close()
-                results[key] = summarize(key, page_s, ref_s, kinds,
-                                         "websocket client" + (", server CPU time" if clock == "cpu" else ""))
+            times = {key: ([], [], set()) for key in open_pages}  # page seconds, reference seconds, run kinds
+            for i in range(3 + runs):  # 3 rounds to warm both sides; i carries on, so every change flips
+                order = list(open_pages)
+                for key in order[i % len(order):] + order[:i % len(order)] if order else []:
+                    session, widget, states = open_pages[key]
+                    try:
+                        seconds, kind = change_and_time(session, app_log, widget, states, i, clock)
+                        ref_seconds = change_and_time(reference, ref_log, "lang", ref_states, ref_changes, clock)[0]
+                        ref_changes += 1
+                    except Exception as exc:
+                        print(f"{key:<12} FAILED: {exc}", flush=True)
+                        results[key] = {"error": str(exc)[:300]}
+                        session.close()
+                        del open_pages[key], times[key]
+                        continue
+                    if i >= 3:
+                        times[key][0].append(seconds)
+                        times[key][1].append(ref_seconds)
+                        times[key][2].add(kind)
+            for key, (session, _, _) in open_pages.items():
+                session.close()
+                page_s, ref_s, kinds = times[key]
+                results[key] = summarize(key, page_s, ref_s, kinds, client)
             reference.close()
-    return results
+    return {key: results[key] for key in pages}
