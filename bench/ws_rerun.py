@@ -12,7 +12,10 @@ As in the browser mode, the widget flips between the value the page drew and the
 option, one slider step, the other boolean), so every change asks for the other view and both
 views are warm after the first two changes (a view nobody has asked for yet costs more: its
 figures are built then, once per process). The reference is the same kind of change on a
-one-widget script served the same way, measured alternately in the same run.
+one-widget script served the same way, each page change followed at once by a reference change;
+the pages are all open at once and their changes go round in rotating rounds (:func:`rerun_ratios`).
+Like a browser, the client keeps the large messages it was sent and reports their hashes with every
+request, so a chart that has not changed since the last two runs comes back as a short reference.
 """
 from __future__ import annotations
 
