@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.browser_rerun import TRIVIAL_SCRIPT, timed_server  # noqa: E402
 from bench.load import Session  # noqa: E402
-from bench.ws_rerun import WIDGET_KEYS, change_and_time, two_states  # noqa: E402
+from bench.ws_rerun import WIDGET_KEYS, change_and_time, rotated, two_states  # noqa: E402
 from ui.tour import stop  # noqa: E402
 
 _HEAD = f"""import sys
@@ -145,7 +145,7 @@ def measure(runs: int, shapes: list[str], pages: list[str], base_app: Path | Non
         times: dict[str, list[float]] = {name: [] for name in sessions}
         order = list(sessions)
         for i in range(3 + runs):  # 3 warm-up rounds, then the timed ones
-            for name in order[i % len(order):] + order[: i % len(order)]:
+            for name in rotated(order, i):
                 session, log, widget = sessions[name]
                 seconds, _ = change_and_time(session, log, widget, states[name], i, clock)
                 if i >= 3:
@@ -205,8 +205,8 @@ def main() -> None:
     for name, ratio in vs_base.items():
         print(f"{name:<18} against base, median of {len(repeats)}: {ratio:4.2f}x   "
               f"(each: {', '.join(format(r[name]['vs_base'], '.2f') for r in repeats)})", flush=True)
-    print(json.dumps({"ratios": ratios, "vs_base": vs_base, "clock": args.clock, "runs": args.runs, "repeats": repeats, "cpus": os.cpu_count(),
-                      "loadavg": list(os.getloadavg())}))
+    print(json.dumps({"ratios": ratios, "vs_base": vs_base, "clock": args.clock, "runs": args.runs,
+                      "repeats": repeats, "cpus": os.cpu_count(), "loadavg": list(os.getloadavg())}))
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ laptop and on a busy CI machine:
   and reports the messages it was sent as a browser does, so an unchanged chart comes back as a
   short reference) or by a chromium tab on this machine (``--client browser``,
   ``bench/browser_rerun.py``). ``--clock cpu`` times each run by the CPU time the server process
-  used during it instead of the wall clock: the same work, without the time other tenants of a
-  shared machine take from it. The whole
+  used during it instead of the wall clock (measured here: no steadier; the target is on the
+  wall clock). The whole
   measurement is made ``--repeat`` times (default 3), each with fresh servers, and a page's ratio
   is the median of its repeats: on a shared 2-core machine one measurement can be 15% off.
   ``--mode apptest`` times ``AppTest.run()`` of the whole script instead, with compiled scripts
@@ -250,8 +250,7 @@ def main() -> None:
                              "a chromium tab on this machine, bench/browser_rerun.py)")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="server mode: time a run by the wall clock (the target's measure) or by the CPU "
-                             "time the server process used during it (steadier where other tenants steal the "
-                             "CPU: bench/timed_server.py)")
+                             "time the server process used during it (bench/timed_server.py)")
     parser.add_argument("--pages", nargs="*", help="only these page keys")
     parser.add_argument("--repeat", type=int, default=3,
                         help="server mode: measure this many times, each with fresh servers; a page's ratio is "

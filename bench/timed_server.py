@@ -4,9 +4,10 @@
 server in this process after wrapping ``ScriptRunner._run_script``, the method that executes one
 run of the app (a full rerun or a fragment rerun), and appends one line per run to ``LOG``:
 ``<seconds> <full|fragment> <cpu seconds>``, the last being the CPU time the whole server process
-used during the run (its script thread, and the event loop sending the run's messages beside it):
-time the machine's other tenants take (steal) is not in it, so it varies far less than the first. Nothing else changes, so the figures are what a visitor's rerun
-costs the server (the websocket traffic is flushed by the server's event loop beside it).
+used during the run (its script thread, and the event loop sending the run's messages beside it).
+Nothing else changes, so the figures are what a visitor's rerun costs the server (the websocket
+traffic is flushed by the server's event loop beside it). On this shared 2-core machine the CPU
+time turned out no steadier than the wall clock (bench/RESULTS.md, session 6).
 """
 from __future__ import annotations
 

@@ -42,6 +42,11 @@ SETTLE_S = 0.15  # a run the first one triggers (st.rerun) lands in the log with
 LOG_WAIT_S = 2.0  # on a loaded machine the log line can come after the session has settled
 
 
+def rotated(items: list, i: int) -> list:
+    """``items`` starting at position ``i`` (mod its length): round ``i``'s order of changes."""
+    return items[i % len(items):] + items[:i % len(items)] if items else []
+
+
 def drawn_state(session: Session, key: str) -> WidgetState:
     """The WidgetState of widget ``key`` at the value the page drew it with."""
     widget = session.widgets[key]
@@ -123,8 +128,7 @@ def rerun_ratios(runs: int, pages: dict[str, str], clock: str = "wall") -> dict[
                     session.close()
             times = {key: ([], [], set()) for key in open_pages}  # page seconds, reference seconds, run kinds
             for i in range(3 + runs):  # 3 rounds to warm both sides; i carries on, so every change flips
-                order = list(open_pages)
-                for key in order[i % len(order):] + order[:i % len(order)] if order else []:
+                for key in rotated(list(open_pages), i):
                     session, widget, states = open_pages[key]
                     try:
                         seconds, kind = change_and_time(session, app_log, widget, states, i, clock)
