@@ -14,6 +14,9 @@ run; ``bench/ws_rerun.py``'s websocket client flips the one radio ``lang``):
   training pages' fragment (the widget changed, the figure it drives, its link);
 * ``stepper+chart+url``: that plus the previous/next buttons side by side: the decoding page's
   step fragment (the issue asks for a step slider and next/previous buttons);
+* ``stepper+chart``: the same without the URL value (a step kept out of the link);
+* ``pair+chart+url``: previous/next as the two options of one segmented control instead of two
+  buttons in a row (one element instead of three);
 * ``shell``: a full rerun of a router with the shell the app-shell issue asks for (page config,
   ``st.navigation`` over seven pages in sections, a sidebar with the language radio, a model
   select box and a device caption) and an empty page: the home page's floor.
@@ -103,6 +106,7 @@ _CHART = "    st.plotly_chart(chart(), key='chart')"
 _STEPPER = """    with st.container(horizontal=True):
         st.button("previous", key="previous")
         st.button("next", key="next")"""
+_PAIR = """    st.segmented_control("move", ["previous", "next"], key="move", label_visibility="collapsed")"""
 
 SHAPES: dict[str, str] = {
     "fragment": _HEAD + _FRAGMENT.format(body="    pass"),
@@ -110,6 +114,8 @@ SHAPES: dict[str, str] = {
     "fragment+chart": _HEAD + _FRAGMENT.format(body=_CHART),
     "control+chart+url": _HEAD + _FRAGMENT.format(body="\n".join((_URL, _CHART))),
     "stepper+chart+url": _HEAD + _FRAGMENT.format(body="\n".join((_URL, _STEPPER, _CHART))),
+    "stepper+chart": _HEAD + _FRAGMENT.format(body="\n".join((_STEPPER, _CHART))),
+    "pair+chart+url": _HEAD + _FRAGMENT.format(body="\n".join((_URL, _PAIR, _CHART))),
     "shell": _HEAD + _SHELL,
 }
 

@@ -10,6 +10,7 @@ with Vega-Lite charts that update in place.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -102,8 +103,10 @@ def settings_form() -> ts.Settings:
         st.subheader(t("training.schedule.heading"))
         st.latex(r"\mathrm{lr}(s) = \mathrm{factor}\cdot d_{\mathrm{model}}^{-0.5}\cdot"
                  r"\min\!\left(s^{-0.5},\; s\cdot \mathrm{warmup}^{-1.5}\right)")
-        compare_key = bind(COMPARE, key=COMPARE_KEY)  # before the fragment reads it
-        planned_schedule()
+        compare_key = bind(COMPARE, key=COMPARE_KEY)
+        # Every setting but the warmup is fixed while the fragment reruns alone (their widgets rerun
+        # the page): read here, on the full run, and passed in with a new memo of drawn warmups.
+        planned_schedule(read_settings(), st.session_state[compare_key], {})
         settings = read_settings()  # after the fragment: the warmup is bound there
         if ts.settings_problem(settings) is None:
             st.caption(t("training.schedule.peak_caption"))
@@ -127,39 +130,51 @@ def read_settings() -> ts.Settings:
 
 
 @st.fragment
-def planned_schedule() -> None:
+def planned_schedule(others: ts.Settings, compare: int, drawn: dict[int, tuple]) -> None:
     """The warmup slider and the Noam curve the next run will follow (and the second warmup of the
     slider below it, to compare). A fragment drawing few elements (each costs the server a message):
-    moving the warmup reruns only this. The other settings are read from the session (their
-    widgets, the compare slider included, rerun the page)."""
+    moving the warmup reruns only this.
+
+    ``others`` are the settings and ``compare`` the second warmup as the last full run read them (their
+    widgets rerun the page, so they hold while this reruns alone); ``drawn`` is a new dict on every full
+    run, kept through the fragment's own reruns: each warmup's label and chart, made the first time it
+    is shown, so going back and forth costs no translating or chart building."""
     key = bind(WARMUP, key=KEYS["warmup"])
-    settings = read_settings()
-    problem = ts.settings_problem(settings)
-    label = t("training.settings.warmup")
-    if problem is None:
-        d_model = ts.d_model_of(settings.preset)
-        peak = charts.peak_lr(d_model, settings.warmup, settings.factor)
-        # The worked peak is the slider's label (a slider is known by its key and range, so a new
-        # label keeps it): one element fewer to send on every move.
-        label = t("training.schedule.warmup_label", worked=(
-            rf"$\mathrm{{lr}}_{{\max}} = {settings.factor:g}\cdot {d_model}^{{-0.5}}\cdot "
-            rf"{settings.warmup}^{{-0.5}} = {charts.latex_number(peak)}$"))
+    warmup = st.session_state[key]
+    if warmup not in drawn:
+        drawn[warmup] = schedule_view(replace(others, warmup=warmup), compare)
+    label, chart, problem, late = drawn[warmup]
     st.slider(label, WARMUP.lo, WARMUP.hi, key=key, help=t("training.settings.warmup_help"))
     if problem is not None:
-        st.error(t(problem[0], **problem[1]), icon=":material/block:")
+        st.error(problem, icon=":material/block:")
         return
-    compare = st.session_state.get(COMPARE_KEY, COMPARE.default)  # its slider is below, outside
+    st.vega_lite_chart(chart, height=charts.CHART_HEIGHT, key="training.planned_chart")
+    if late is not None:
+        st.warning(late, icon=":material/block:")
+
+
+def schedule_view(settings: ts.Settings, compare: int) -> tuple[str, dict | None, str | None, str | None]:
+    """``(slider label, chart spec, problem, late-peak warning)`` for these settings, in this run's
+    language: the label carries the worked peak (a slider is known by its key and range, so a new
+    label keeps it, and that is one element fewer to send on every move); a problem replaces the chart."""
+    problem = ts.settings_problem(settings)
+    if problem is not None:
+        return t("training.settings.warmup"), None, t(problem[0], **problem[1]), None
+    d_model = ts.d_model_of(settings.preset)
+    peak = charts.peak_lr(d_model, settings.warmup, settings.factor)
+    label = t("training.schedule.warmup_label", worked=(
+        rf"$\mathrm{{lr}}_{{\max}} = {settings.factor:g}\cdot {d_model}^{{-0.5}}\cdot "
+        rf"{settings.warmup}^{{-0.5}} = {charts.latex_number(peak)}$"))
     curves = [(t("training.schedule.series", warmup=settings.warmup), settings.warmup)]
     if compare and compare != settings.warmup:
         curves.append((t("training.schedule.series", warmup=compare), compare))
     spec = charts.lr_spec(x_title=t("training.chart.step"), y_title=t("training.chart.lr"),
                           series=[name for name, _ in curves], live=False)
-    st.vega_lite_chart(charts.with_datasets(
-        spec, **charts.planned_datasets(d_model, settings.factor, settings.max_steps, tuple(curves)),
-    ), height=charts.CHART_HEIGHT, key="training.planned_chart")
-    if settings.warmup > settings.max_steps:
-        st.warning(t("training.schedule.peak_after_cap", warmup=settings.warmup, steps=settings.max_steps),
-                   icon=":material/block:")
+    chart = charts.with_datasets(
+        spec, **charts.planned_datasets(d_model, settings.factor, settings.max_steps, tuple(curves)))
+    late = (t("training.schedule.peak_after_cap", warmup=settings.warmup, steps=settings.max_steps)
+            if settings.warmup > settings.max_steps else None)
+    return label, chart, None, late
 
 
 # ------------------------------------------------------------------ buttons
