@@ -4,6 +4,7 @@ import streamlit as st
 
 from ui import attention_view as av
 from ui.figure_cache import cached_figure
+from ui.frozen_figure import FrozenFigure
 from ui.head_view import build_head_view_figure
 from ui.i18n import t
 from ui.models import selected_model
@@ -54,16 +55,19 @@ def overview_grid(view, kind: str) -> None:
                f"attention_{kind}_every_head.csv", "attention.export_grid")
 
 
-def overview(view, kind: str, layer: int, head: int) -> None:
-    """The chosen head, large (its numbers are in the grid's CSV, above)."""
-    maps = av.attention_maps(view, kind)
-    queries, keys = av.query_key_tokens(view, kind)
-    weights = maps[layer - 1, head - 1]
-    title = t("attention.zoom.title", kind=t(f"attention.kind.{kind}"), layer=layer, head=head)
-    zoom = cached_figure(av.build_zoom_figure, weights, queries, keys,
-                         blocked=av.blocked_cells(kind, len(queries), len(keys)), title=title,
-                         x_title=t("attention.key_axis"), y_title=t("attention.query_axis"), hover=weight_hover())
-    st.plotly_chart(zoom, key="attention.zoom", config=PLOT_CONFIG)
+def overview(view, kind: str, layer: int, head: int, drawn: dict[tuple[int, int], FrozenFigure]) -> None:
+    """The chosen head, large (its numbers are in the grid's CSV, above). ``drawn`` keeps each head's
+    figure for the fragment's own reruns (a new dict on every full run: the view, kind and language
+    hold until then), so going back and forth between heads costs no translating or figure lookup."""
+    if (layer, head) not in drawn:
+        maps = av.attention_maps(view, kind)
+        queries, keys = av.query_key_tokens(view, kind)
+        title = t("attention.zoom.title", kind=t(f"attention.kind.{kind}"), layer=layer, head=head)
+        drawn[layer, head] = cached_figure(
+            av.build_zoom_figure, maps[layer - 1, head - 1], queries, keys,
+            blocked=av.blocked_cells(kind, len(queries), len(keys)), title=title,
+            x_title=t("attention.key_axis"), y_title=t("attention.query_axis"), hover=weight_hover())
+    st.plotly_chart(drawn[layer, head], key="attention.zoom", config=PLOT_CONFIG)
 
 
 def head_view(view, kind: str, layer: int, head: int) -> None:
@@ -226,28 +230,28 @@ def explorer(ckpt) -> None:
         return
     if section == "overview":
         overview_grid(base, kind)
-    one_head(ckpt, key, source, base, section, kind)
+    one_head(ckpt, key, source, base, section, kind, {})
 
 
 @st.fragment
-def one_head(ckpt, key, source: str, base, section: str, kind: str) -> None:
+def one_head(ckpt, key, source: str, base, section: str, kind: str, drawn: dict) -> None:
     """The layer, then the head and the section that shows them. A fragment: picking another layer
     reruns only this, and it draws as few elements as it can (each costs the server a message)."""
     cfg = ckpt.model.config
     layer = st.segmented_control(t("attention.layer"), list(range(1, cfg.n_layers + 1)), required=True,
                                  key=bind(IntParam("att_layer", 1, lo=1, hi=cfg.n_layers), key="attention.layer"))
-    head_section(ckpt, key, source, base, section, kind, layer)
+    head_section(ckpt, key, source, base, section, kind, layer, drawn)
 
 
 @st.fragment
-def head_section(ckpt, key, source: str, base, section: str, kind: str, layer: int) -> None:
+def head_section(ckpt, key, source: str, base, section: str, kind: str, layer: int, drawn: dict) -> None:
     """The head and the section that shows it: a fragment inside the layer's, so picking another head
     (what a class does most) reruns only the head's control and its pictures."""
     cfg = ckpt.model.config
     head = st.segmented_control(t("attention.head"), list(range(1, cfg.n_heads + 1)), required=True,
                                 key=bind(IntParam("att_head", 1, lo=1, hi=cfg.n_heads), key="attention.head"))
     if section == "overview":
-        overview(base, kind, layer, head)
+        overview(base, kind, layer, head, drawn)
     elif section == "heads":
         head_view(base, kind, layer, head)
     else:

@@ -3,6 +3,7 @@ import streamlit as st
 
 from ui import masks_view as mv
 from ui import tokens_view as tv
+from ui.frozen_figure import FrozenFigure
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import link, tour_links
@@ -29,39 +30,61 @@ def _switched() -> None:
         st.session_state[key] = name in on
 
 
-def switches() -> tuple[bool, bool]:
+def switches(drawn: dict) -> tuple[bool, bool]:
     """The padding and look-ahead switches, as two pills in one element (inside the fragment: flipping
     one reruns only it, and one element is one message fewer on every flip). Each switch keeps its
     own URL value (``?mask_pad=``, ``?mask_ahead=``) and session value; the pills show them."""
     use_padding = st.session_state[bind(PADDING, key=SWITCH_KEYS["padding"])]
     use_look_ahead = st.session_state[bind(LOOK_AHEAD, key=SWITCH_KEYS["look_ahead"])]
     st.session_state[SWITCHES_KEY] = [name for name, on in zip(SWITCHES, (use_padding, use_look_ahead)) if on]
-    help_text = "\n\n".join(f"**{t(f'masks.{name}_switch')}**: {t(f'masks.{name}_help')}" for name in SWITCHES)
-    st.pills(t("masks.switches"), SWITCHES, selection_mode="multi", key=SWITCHES_KEY, on_change=_switched,
-             format_func=lambda name: t(f"masks.{name}_switch"), help=help_text)
+    if "switches" not in drawn:
+        names = {name: t(f"masks.{name}_switch") for name in SWITCHES}
+        drawn["switches"] = (t("masks.switches"), names, "\n\n".join(
+            f"**{names[name]}**: {t(f'masks.{name}_help')}" for name in SWITCHES))
+    label, names, help_text = drawn["switches"]
+    st.pills(label, SWITCHES, selection_mode="multi", key=SWITCHES_KEY, on_change=_switched,
+             format_func=names.__getitem__, help=help_text)
     return use_padding, use_look_ahead
 
 
 @st.fragment
 def masks_view(section: str, ckpt, tokenizer, pair: "mv.PairTokens", layer: int, head: int, kind: str,
-               query: int) -> None:
+               query: int, drawn: dict) -> None:
     """The switches and the chosen section's picture. A fragment that draws as few elements as it can
-    (each costs the server a message): flipping a switch reruns only this."""
-    use_padding, use_look_ahead = switches()
-    if section == "matrices":
-        off = t("masks.matrices.off")
-        st.plotly_chart(mv.matrices_figure(
-            pair.src_tokens, pair.tgt_tokens, pair.src_ids, pair.tgt_ids, use_padding, use_look_ahead,
-            (t("masks.matrices.padding") + ("" if use_padding else off),
-             t("masks.matrices.look_ahead") + ("" if use_look_ahead else off),
-             t("masks.matrices.combined"), t("masks.matrices.true"), t("masks.matrices.false"),
-             t("masks.key"), t("masks.query"), t("masks.matrices.hover"))), key="masks.matrices")
-    elif section == "printout":
+    (each costs the server a message): flipping a switch reruns only this.
+
+    ``drawn`` is a new dict on every full run (the section, sentence, layer, head and language hold
+    until then), kept through the fragment's own reruns: the switches' words and each pair of switch
+    values' picture, made the first time they are shown, so flipping back and forth costs no
+    translating or figure lookup."""
+    use_padding, use_look_ahead = switches(drawn)
+    if section == "printout":
         masks = mv.cached_mask_set(pair.src_ids, pair.tgt_ids, tokenizer.pad_id, use_padding, use_look_ahead)
         for name in ("padding", "look_ahead", "combined"):
             st.markdown(f"**{t(f'masks.printout.{name}')}**")
             st.code(masks.printouts[name], language="python")
-    elif section == "effect":
+        return
+    if (use_padding, use_look_ahead) not in drawn:
+        drawn[use_padding, use_look_ahead] = section_picture(section, ckpt, pair, layer, head, kind, query,
+                                                             use_padding, use_look_ahead)
+    figure, chart_key, caption = drawn[use_padding, use_look_ahead]
+    st.plotly_chart(figure, key=chart_key)
+    if caption is not None:
+        st.caption(caption)
+
+
+def section_picture(section: str, ckpt, pair: "mv.PairTokens", layer: int, head: int, kind: str, query: int,
+                    use_padding: bool, use_look_ahead: bool) -> tuple[FrozenFigure, str, str | None]:
+    """``(figure, its element key, caption or None)`` of a picture section for these switch values."""
+    if section == "matrices":
+        off = t("masks.matrices.off")
+        return mv.matrices_figure(
+            pair.src_tokens, pair.tgt_tokens, pair.src_ids, pair.tgt_ids, use_padding, use_look_ahead,
+            (t("masks.matrices.padding") + ("" if use_padding else off),
+             t("masks.matrices.look_ahead") + ("" if use_look_ahead else off),
+             t("masks.matrices.combined"), t("masks.matrices.true"), t("masks.matrices.false"),
+             t("masks.key"), t("masks.query"), t("masks.matrices.hover"))), "masks.matrices", None
+    if section == "effect":
         on_off = {True: t("masks.effect.on"), False: t("masks.effect.off")}
         titles = []
         for kind_ in mv.KINDS:
@@ -69,16 +92,16 @@ def masks_view(section: str, ckpt, tokenizer, pair: "mv.PairTokens", layer: int,
             title = t(f"masks.effect.{kind_}_title", state=on_off[switch])
             titles += [title, t("masks.effect.flipped", title=t(f"masks.effect.{kind_}_title",
                                                                   state=on_off[not switch]))]
-        st.plotly_chart(mv.effect_figure(ckpt, pair.src_ids, pair.tgt_ids, pair.src_tokens, pair.tgt_tokens,
-                                         use_padding, use_look_ahead, layer, head,
-                                         tuple(titles), (t("masks.key"), t("masks.query"))), key="masks.effect")
-        st.caption("  \n".join(effect_captions(ckpt, pair, use_padding, use_look_ahead, layer, head)))
-    else:
-        tokens = pair.src_tokens if kind == "encoder" else pair.tgt_tokens
-        st.plotly_chart(mv.row_figure(ckpt, pair.src_ids, pair.tgt_ids, tokens, kind, use_padding, use_look_ahead,
-                                      layer, head, query,
-                                      (t("masks.row.raw"), t("masks.row.masked"), t("masks.row.weights"),
-                                       t("masks.key"), "−∞")), key="masks.row")
+        figure = mv.effect_figure(ckpt, pair.src_ids, pair.tgt_ids, pair.src_tokens, pair.tgt_tokens,
+                                  use_padding, use_look_ahead, layer, head,
+                                  tuple(titles), (t("masks.key"), t("masks.query")))
+        return figure, "masks.effect", "  \n".join(effect_captions(ckpt, pair, use_padding, use_look_ahead,
+                                                                    layer, head))
+    tokens = pair.src_tokens if kind == "encoder" else pair.tgt_tokens
+    return mv.row_figure(ckpt, pair.src_ids, pair.tgt_ids, tokens, kind, use_padding, use_look_ahead,
+                         layer, head, query,
+                         (t("masks.row.raw"), t("masks.row.masked"), t("masks.row.weights"),
+                          t("masks.key"), "−∞")), "masks.row", None
 
 
 def effect_captions(ckpt, pair: "mv.PairTokens", use_padding: bool, use_look_ahead: bool, layer: int,
@@ -173,7 +196,7 @@ if prepared.sentences:
     elif section == "printout":
         st.markdown(t("masks.printout.intro"))
     if not needs_model or ckpt is not None:
-        masks_view(section, ckpt, tokenizer, pair, layer, head, kind, query)
+        masks_view(section, ckpt, tokenizer, pair, layer, head, kind, query, {})
     if section == "matrices":
         st.caption(t("masks.matrices.caption"))
         if pair.src_pads == 0:

@@ -6,6 +6,7 @@ from ui import positional_view as pv
 from ui import tokens_view as tv
 from ui.figure_cache import cached_figure
 from ui.figure_grid import combine
+from ui.frozen_figure import FrozenFigure
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
@@ -34,13 +35,30 @@ def frequency_figure(positions: int, d_model: int, base: float, pair: int, table
 
 
 @st.fragment
-def frequency(positions: int, d_model: int, base: float) -> None:
+def frequency(positions: int, d_model: int, base: float, drawn: dict[int, tuple[str, str, FrozenFigure]]) -> None:
     """The pair slider and what it shows. A fragment, drawing as few elements as it can (each costs
-    the server a message), so scrubbing through the pairs reruns only this."""
+    the server a message), so scrubbing through the pairs reruns only this. ``drawn`` is a new dict on
+    every full run (the table's size, base and language hold until then), kept through the fragment's
+    own reruns: each pair's words and figure, made the first time it is shown, so scrubbing back
+    costs no translating or figure lookup."""
     pairs = d_model // 2
     PAIR = IntParam("pe_pair", default=0, lo=0, hi=pairs - 1)
     clamp_state("positional.pair", PAIR.hi)
     pair = st.session_state[bind(PAIR, key="positional.pair")]  # bound before the slider: its label needs it
+    if pair not in drawn:
+        drawn[pair] = pair_view(positions, d_model, base, pair)
+    status, help_text, figure = drawn[pair]
+    if pairs > 1:
+        # The pair's numbers are the slider's label (a slider is known by its key and range, so a new
+        # label keeps it): one element fewer to send on every step of the scrub.
+        st.slider(status, 0, pairs - 1, key="positional.pair", format="%d", help=help_text)
+    else:
+        st.caption(t("positional.table.one_pair") + "  \n" + status)
+    st.plotly_chart(figure, key="positional.frequency_chart")
+
+
+def pair_view(positions: int, d_model: int, base: float, pair: int) -> tuple[str, str, FrozenFigure]:
+    """``(status, slider help, figure)`` of dimension pair ``pair``, in this run's language."""
     lam = pv.wavelength(pair, d_model, base)
     a, b = 2 * pair, 2 * pair + 1
     # "{,}" keeps LaTeX from spacing the thousands separators like list commas.
@@ -48,18 +66,11 @@ def frequency(positions: int, d_model: int, base: float) -> None:
                .replace(",", "{,}"))
     status = t("positional.table.pair_status", i=pair, a=a, b=b, formula=formula, wavelength=f"{lam:,.1f}",
                turns=f"{positions / lam:.2f}")
-    if pairs > 1:
-        # The pair's numbers are the slider's label (a slider is known by its key and range, so a new
-        # label keeps it): one element fewer to send on every step of the scrub.
-        st.slider(status, 0, pairs - 1, key="positional.pair", format="%d",
-                  help=t("positional.table.pair") + " — " + t("positional.table.pair_help"))
-    else:
-        st.caption(t("positional.table.one_pair") + "  \n" + status)
     table_labels = (t("positional.table.x_dim"), t("positional.table.y_pos"), t("positional.table.hover"))
     wave_labels = (t("positional.table.sin_name", dim=a), t("positional.table.cos_name", dim=b),
                    t("positional.table.y_pos"), t("positional.table.one_turn"))
-    st.plotly_chart(cached_figure(frequency_figure, positions, d_model, base, pair, table_labels, wave_labels),
-                    key="positional.frequency_chart")
+    return (status, t("positional.table.pair") + " — " + t("positional.table.pair_help"),
+            cached_figure(frequency_figure, positions, d_model, base, pair, table_labels, wave_labels))
 
 
 st.title(t("positional.title"))
@@ -83,7 +94,7 @@ with c3:
                                  format_func=lambda b: f"{int(b):,}", help=t("positional.table.base_help"))
 base = float(base_text)
 
-frequency(positions, d_model, base)
+frequency(positions, d_model, base, {})
 st.caption(t("positional.table.caption"))
 
 # ------------------------------------------------------------------ similarity of positions

@@ -17,6 +17,8 @@ run; ``bench/ws_rerun.py``'s websocket client flips the one radio ``lang``):
 * ``stepper+chart``: the same without the URL value (a step kept out of the link);
 * ``pair+chart+url``: previous/next as the two options of one segmented control instead of two
   buttons in a row (one element instead of three);
+* ``slider+chart+url`` and ``slider+stepper+chart+url``: the same with a slider as the changed
+  widget, as on the positional, training and decoding pages (a slider costs more than a radio);
 * ``shell``: a full rerun of a router with the shell the app-shell issue asks for (page config,
   ``st.navigation`` over seven pages in sections, a sidebar with the language radio, a model
   select box and a device caption) and an empty page: the home page's floor.
@@ -101,6 +103,15 @@ with st.sidebar:
 current.run()
 """
 
+_SLIDER_FRAGMENT = """
+@st.fragment
+def view():
+    value = st.slider("x", 1, 8, key="lang")
+{body}
+
+view()
+"""
+
 _URL = "    st.query_params['value'] = value"
 _CHART = "    st.plotly_chart(chart(), key='chart')"
 _STEPPER = """    with st.container(horizontal=True):
@@ -116,6 +127,8 @@ SHAPES: dict[str, str] = {
     "stepper+chart+url": _HEAD + _FRAGMENT.format(body="\n".join((_URL, _STEPPER, _CHART))),
     "stepper+chart": _HEAD + _FRAGMENT.format(body="\n".join((_STEPPER, _CHART))),
     "pair+chart+url": _HEAD + _FRAGMENT.format(body="\n".join((_URL, _PAIR, _CHART))),
+    "slider+chart+url": _HEAD + _SLIDER_FRAGMENT.format(body="\n".join((_URL, _CHART))),
+    "slider+stepper+chart+url": _HEAD + _SLIDER_FRAGMENT.format(body="\n".join((_URL, _STEPPER, _CHART))),
     "shell": _HEAD + _SHELL,
 }
 
