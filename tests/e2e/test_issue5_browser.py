@@ -104,6 +104,12 @@ def test_masks_page(page, wait_for_app, screenshot, lang):
     screenshot(p, f"issue5_masks_look_ahead_off_{lang}")
     flip_mask(p, ahead)
     wait_for_url(p, wait_for_app, "mask_ahead=true")
+    # Back to both on: the fragment redraws the first picture it made (kept for its own reruns), not
+    # the last one's "off" titles.
+    for title in ("masks.matrices.padding", "masks.matrices.look_ahead"):
+        off_title = translate(title, lang) + translate("masks.matrices.off", lang)
+        expect(p.get_by_text(off_title)).to_have_count(0)
+        expect(p.get_by_text(translate(title, lang), exact=True).first).to_be_visible()
     if model:
         show(p, wait_for_app, "effect", lang)
         wait_for_charts(p, 1)
