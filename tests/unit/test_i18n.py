@@ -154,3 +154,30 @@ def test_lang_from_locale(locale, lang):
 )
 def test_lang_from_accept_language(header, lang):
     assert lang_from_accept_language(header) == lang
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_bold_and_italic_marker_is_rendered(lang):
+    """Streamlit renders texts as CommonMark, whose rules for ``**`` look at the characters around it:
+    a closing ``**`` right after full-width punctuation and right before a Han character does not
+    close (``**你看到的是：**这些`` shows its asterisks). Render every text as CommonMark and check that
+    no asterisk is left over (a literal one would be written ``\\*``)."""
+    from markdown_it import MarkdownIt
+
+    markdown = MarkdownIt("commonmark")
+    left_over = {}
+    for key, text in CATALOGS[lang].items():
+        if "*" not in text or "\\*" in text:
+            continue
+        shown = re.sub(r"<[^>]+>", "", markdown.render(text))
+        if "*" in shown:
+            left_over[key] = shown[max(shown.index("*") - 20, 0):shown.index("*") + 20]
+    assert left_over == {}
+
+
+def test_the_markdown_check_catches_punctuation_before_a_closing_marker():
+    from markdown_it import MarkdownIt
+
+    markdown = MarkdownIt("commonmark")
+    assert "**" in markdown.render("一个向量。**你看到的是：**这些向量")
+    assert "**" not in markdown.render("一个向量。**你看到的是**：这些向量")
