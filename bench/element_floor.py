@@ -81,11 +81,19 @@ def chart():
 _FRAGMENT = """
 @st.fragment
 def view():
-    value = st.radio("x", ["en", "zh"], key="lang")
+    value = {widget}
 {body}
 
 view()
 """
+_RADIO = 'st.radio("x", ["en", "zh"], key="lang")'
+_SLIDER = 'st.slider("x", 1, 8, key="lang")'
+
+
+def fragment(*body: str, widget: str = _RADIO) -> str:
+    """A script whose fragment draws ``widget`` (the one the benchmark changes), then ``body``."""
+    return _HEAD + _FRAGMENT.format(widget=widget, body="\n".join(body) or "    pass")
+
 
 _SHELL = """
 def empty():
@@ -103,15 +111,6 @@ with st.sidebar:
 current.run()
 """
 
-_SLIDER_FRAGMENT = """
-@st.fragment
-def view():
-    value = st.slider("x", 1, 8, key="lang")
-{body}
-
-view()
-"""
-
 _URL = "    st.query_params['value'] = value"
 _CHART = "    st.plotly_chart(chart(), key='chart')"
 _STEPPER = """    with st.container(horizontal=True):
@@ -120,15 +119,15 @@ _STEPPER = """    with st.container(horizontal=True):
 _PAIR = """    st.segmented_control("move", ["previous", "next"], key="move", label_visibility="collapsed")"""
 
 SHAPES: dict[str, str] = {
-    "fragment": _HEAD + _FRAGMENT.format(body="    pass"),
-    "fragment+url": _HEAD + _FRAGMENT.format(body=_URL),
-    "fragment+chart": _HEAD + _FRAGMENT.format(body=_CHART),
-    "control+chart+url": _HEAD + _FRAGMENT.format(body="\n".join((_URL, _CHART))),
-    "stepper+chart+url": _HEAD + _FRAGMENT.format(body="\n".join((_URL, _STEPPER, _CHART))),
-    "stepper+chart": _HEAD + _FRAGMENT.format(body="\n".join((_STEPPER, _CHART))),
-    "pair+chart+url": _HEAD + _FRAGMENT.format(body="\n".join((_URL, _PAIR, _CHART))),
-    "slider+chart+url": _HEAD + _SLIDER_FRAGMENT.format(body="\n".join((_URL, _CHART))),
-    "slider+stepper+chart+url": _HEAD + _SLIDER_FRAGMENT.format(body="\n".join((_URL, _STEPPER, _CHART))),
+    "fragment": fragment(),
+    "fragment+url": fragment(_URL),
+    "fragment+chart": fragment(_CHART),
+    "control+chart+url": fragment(_URL, _CHART),
+    "stepper+chart+url": fragment(_URL, _STEPPER, _CHART),
+    "stepper+chart": fragment(_STEPPER, _CHART),
+    "pair+chart+url": fragment(_URL, _PAIR, _CHART),
+    "slider+chart+url": fragment(_URL, _CHART, widget=_SLIDER),
+    "slider+stepper+chart+url": fragment(_URL, _STEPPER, _CHART, widget=_SLIDER),
     "shell": _HEAD + _SHELL,
 }
 

@@ -8,6 +8,7 @@ import string
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 from ui import i18n
 from ui.i18n import LANGS, MissingTranslation, lang_from_accept_language, lang_from_locale, load_catalogs, translate
@@ -162,8 +163,6 @@ def test_every_bold_and_italic_marker_is_rendered(lang):
     a closing ``**`` right after full-width punctuation and right before a Han character does not
     close (``**你看到的是：**这些`` shows its asterisks). Render every text as CommonMark and check that
     no asterisk is left over (a literal one would be written ``\\*``)."""
-    from markdown_it import MarkdownIt
-
     markdown = MarkdownIt("commonmark")
     left_over = {}
     for key, text in CATALOGS[lang].items():
@@ -176,8 +175,6 @@ def test_every_bold_and_italic_marker_is_rendered(lang):
 
 
 def test_the_markdown_check_catches_punctuation_before_a_closing_marker():
-    from markdown_it import MarkdownIt
-
     markdown = MarkdownIt("commonmark")
     assert "**" in markdown.render("一个向量。**你看到的是：**这些向量")
     assert "**" not in markdown.render("一个向量。**你看到的是**：这些向量")
