@@ -12,7 +12,8 @@ from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
 from ui.text_input import MAX_CHARS, prepare_sentence
-from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
+from ui.url_state import (ChoiceParam, FloatParam, IntParam, TextParam, bind, bound_widget, clamp_state,
+                          markdown_literal, remember)
 
 SECTIONS = ("steps", "compare", "forcing")
 SECTION = ChoiceParam("dec_view", "steps", choices=SECTIONS)
@@ -21,7 +22,9 @@ BEAM = IntParam("dec_beam", 3, lo=1, hi=8)
 TEMPERATURE = FloatParam("dec_temp", 1.0, lo=0.0, hi=2.0, step=0.1)
 TOP_K = ChoiceParam("dec_topk", "all", choices=dv.TOP_K_CHOICES)
 SEED = IntParam("dec_seed", 0, lo=0, hi=9999)
-STEP_KEY = "decoding.step"
+# The step slider's session key, and its name in the URL: Streamlit keeps it there itself
+# (``bind="query-params"``), so a step costs no URL message of ours (ui.url_state.bound_widget).
+STEP_KEY = "dec_step"
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
 
 
@@ -70,29 +73,29 @@ def step_by_step(ckpt, key, source: str) -> None:
                                      key=bind(IntParam("dec_layer", 1, lo=1, hi=cfg.n_layers), key="decoding.layer"))
         head = st.segmented_control(t("decoding.head"), list(range(1, cfg.n_heads + 1)), required=True,
                                     key=bind(IntParam("dec_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
-    step_view(cfg, trace, strategy, layer, head, {})
+    n = len(trace.steps)
+    step_param = IntParam(STEP_KEY, 1, lo=1, hi=n)
+    if n > 1:
+        clamp_state(STEP_KEY, n)
+        bound_widget(step_param)
+    step_view(cfg, trace, strategy, layer, head, step_param, {})
     st.caption(" ".join((t("decoding.steps.triangle_caption"),
                          t("decoding.steps.topk_caption", k=len(trace.steps[0].top_tokens)),
                          t("decoding.steps.cross_caption"))))
 
 
 @st.fragment
-def step_view(cfg, trace: "dv.DecodeTrace", strategy: str, layer: int, head: int,
+def step_view(cfg, trace: "dv.DecodeTrace", strategy: str, layer: int, head: int, step_param: IntParam,
               drawn: dict[int, tuple[str, FrozenFigure]]) -> None:
     """One step of ``trace``. A fragment: moving through the steps reruns only this part of the page,
     and it draws as few elements as it can (each costs the server a message): the step's three
-    pictures are one figure.
+    pictures are one figure, and the URL is Streamlit's to update (the full run decided the step).
 
     ``drawn`` is a new dict on every full run (the fragment keeps it through its own reruns, in
     which only the step changes): each step's status and figure, made the first time it is shown,
     so going back and forth costs no translating or figure lookup."""
     n = len(trace.steps)
-    clamp_state(STEP_KEY, n)
-    if n > 1:
-        key = bind(IntParam("dec_step", 1, lo=1, hi=n), key=STEP_KEY)
-        step = st.session_state[key]
-    else:
-        step = 1
+    step = min(max(int(st.session_state.get(STEP_KEY, 1)), 1), n) if n > 1 else 1
     current = trace.steps[step - 1]
     if step not in drawn:
         drawn[step] = (step_status(trace, step),
@@ -102,7 +105,10 @@ def step_view(cfg, trace: "dv.DecodeTrace", strategy: str, layer: int, head: int
     if n > 1:
         # The step's status is the slider's label (a slider is known by its key and range, so a
         # new label keeps it): one element fewer to send on every step.
-        st.slider(status, 1, n, key=key)
+        # ``value`` is the default (what the URL leaves out), not the step: the step is in
+        # session state. Given, it also spares Streamlit a copy of the whole session state.
+        st.slider(status, 1, n, value=1, key=STEP_KEY, bind="query-params")
+        remember(step_param, step)
         with st.container(horizontal=True):
             st.button(t("decoding.steps.previous"), icon=":material/chevron_left:", on_click=move_step, args=(-1, n),
                       key="decoding.prev", disabled=step <= 1)

@@ -64,7 +64,7 @@ BROWSER_CHANGES: dict[str, Callable] = {
     "masks": _flip_first("masks.switches", "button"),
     "positional": _press_slider("positional.pair"),
     "attention": _click_nth("attention.head", "button"),
-    "decoding": _press_slider("decoding.step"),
+    "decoding": _press_slider("dec_step"),
     "training": _press_slider("training.warmup"),
 }
 TRIVIAL_CHANGE = _click_nth("lang", "[data-testid=stRadioOption]")

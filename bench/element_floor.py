@@ -55,7 +55,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.browser_rerun import TRIVIAL_SCRIPT, timed_server  # noqa: E402
 from bench.load import Session  # noqa: E402
-from bench.ws_rerun import WIDGET_KEYS, change_and_time, rotated, two_states  # noqa: E402
+from bench.ws_rerun import EXTRA_CHANGES, WIDGET_KEYS, change_and_time, rotated, two_states  # noqa: E402
+
+CHANGES = {**WIDGET_KEYS, **EXTRA_CHANGES}  # what --pages can name: a page, or one of its extra changes
 from ui.tour import stop  # noqa: E402
 
 _HEAD = f"""import sys
@@ -88,6 +90,7 @@ view()
 """
 _RADIO = 'st.radio("x", ["en", "zh"], key="lang")'
 _SLIDER = 'st.slider("x", 1, 8, key="lang")'
+_BOUND_SLIDER = 'st.slider("x", 1, 8, key="lang", bind="query-params")'
 
 
 def fragment(*body: str, widget: str = _RADIO) -> str:
@@ -128,6 +131,7 @@ SHAPES: dict[str, str] = {
     "pair+chart+url": fragment(_URL, _PAIR, _CHART),
     "slider+chart+url": fragment(_URL, _CHART, widget=_SLIDER),
     "slider+stepper+chart+url": fragment(_URL, _STEPPER, _CHART, widget=_SLIDER),
+    "bound-slider+stepper+chart": fragment(_STEPPER, _CHART, widget=_BOUND_SLIDER),
     "shell": _HEAD + _SHELL,
 }
 
@@ -153,11 +157,11 @@ def measure(runs: int, shapes: list[str], pages: list[str], base_app: Path | Non
         if pages:
             app_url, app_log = stack.enter_context(timed_server(ROOT / "app.py"))
             for key in pages:
-                connect(f"page:{key}", app_url, app_log, stop(key).url_path, WIDGET_KEYS[key])
+                connect(f"page:{key}", app_url, app_log, stop(key.partition(":")[0]).url_path, CHANGES[key])
         if pages and base_app is not None:
             base_url, base_log = stack.enter_context(timed_server(base_app))
             for key in pages:
-                connect(f"base:{key}", base_url, base_log, stop(key).url_path, WIDGET_KEYS[key])
+                connect(f"base:{key}", base_url, base_log, stop(key.partition(":")[0]).url_path, CHANGES[key])
         time.sleep(1.0)
         states = {name: two_states(session, widget) for name, (session, _, widget) in sessions.items()}
         times: dict[str, list[float]] = {name: [] for name in sessions}
@@ -190,7 +194,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=31, help="timed rounds per repeat")
     parser.add_argument("--repeat", type=int, default=3, help="repeats, each with fresh servers")
     parser.add_argument("--shapes", nargs="*", choices=list(SHAPES), default=list(SHAPES))
-    parser.add_argument("--pages", nargs="*", choices=list(WIDGET_KEYS), default=[],
+    parser.add_argument("--pages", nargs="*", choices=list(CHANGES), default=[],
                         help="also the app's pages (as page_latency changes them), in the same rounds")
     parser.add_argument("--base-app", type=Path,
                         help="with --pages: another checkout's app.py (e.g. `git worktree add /tmp/base HEAD`), "

@@ -85,7 +85,7 @@ PAGE_WIDGETS: dict[str, str] = {
     "masks": "masks.switches",
     "positional-encoding": "positional.pair",
     "attention": "attention.head",
-    "decoding": "decoding.step",
+    "decoding": "dec_step",
     "training": "training.warmup",
 }
 FALLBACK_WIDGET = "lang"  # the sidebar's language radio, on every page
@@ -397,6 +397,9 @@ class Session:
         self._settle(self.request_timeout)
         if extra is not None and extra.WhichOneof("value") != "trigger_value":
             self.states[extra.id] = extra
+            bound = next((w for w in self.widgets.values() if w.id == extra.id), None)
+            if bound is not None and query is None:
+                self.query_string = browser_query(self.query_string, bound.element, extra)
         msg = BackMsg()
         cs = msg.rerun_script
         cs.query_string = self.query_string if query is None else query
@@ -499,6 +502,23 @@ class Session:
             self.idle(1.0)
         if self.auto:
             raise SessionError(f"the training run was still live after {max_seconds:.0f} s")
+
+
+def browser_query(query: str, element, state: WidgetState) -> str:
+    """The query string after a browser sends ``state`` for the widget drawn as ``element``.
+
+    A widget drawn with ``bind="query-params"`` carries ``query_param_key``, and the browser writes
+    its new value into the address bar itself before asking for the rerun (and leaves the name out
+    while the value is the default); the server sends nothing for it. Sliders only: the one kind the
+    app binds this way. Any other widget leaves ``query`` as it is."""
+    name = getattr(element, "query_param_key", "")
+    if not name or state.WhichOneof("value") != "double_array_value":
+        return query
+    kept = [(k, v) for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True) if k != name]
+    values = list(state.double_array_value.data)
+    if values != list(element.default):
+        kept += [(name, f"{v:g}") for v in values]
+    return urllib.parse.urlencode(kept)
 
 
 def user_key(widget_id: str) -> str:

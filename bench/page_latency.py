@@ -95,7 +95,7 @@ WIDGET_CHANGES: dict[str, Change] = {
     "masks": lambda at, i: at.pills(key="masks.switches").set_value(["padding", "look_ahead"][i % 2 == 0:]),
     "positional": lambda at, i: at.slider(key="positional.pair").set_value(5 if i % 2 == 0 else 0),
     "attention": lambda at, i: at.segmented_control(key="attention.head").set_value(2 if i % 2 == 0 else 1),
-    "decoding": lambda at, i: at.slider(key="decoding.step").set_value(2 if i % 2 == 0 else 3),
+    "decoding": lambda at, i: at.slider(key="dec_step").set_value(2 if i % 2 == 0 else 3),
     "training": lambda at, i: at.slider(key="training.warmup").set_value(100 if i % 2 else 300),
 }
 
@@ -277,6 +277,11 @@ def main() -> None:
             from bench.ws_rerun import rerun_ratios as server_rerun_ratios
 
         paths = {s.key: f"{s.url_path}?lang=en" for s in TOUR if s.key in keys}
+        if args.client == "websocket":  # and the reruns some pages have beside their view widget's
+            from bench.ws_rerun import EXTRA_CHANGES
+
+            paths.update({extra: paths[extra.partition(":")[0]] for extra in EXTRA_CHANGES
+                          if extra.partition(":")[0] in paths})
         pages = repeated(lambda: server_rerun_ratios(args.runs, paths, args.clock), max(1, args.repeat))
         measured = [k for k in pages if "ratio" in pages[k]]
         worst = max(measured, key=lambda k: pages[k]["ratio"])

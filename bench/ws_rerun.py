@@ -35,8 +35,13 @@ WIDGET_KEYS: dict[str, str] = {
     "masks": "masks.switches",
     "positional": "positional.pair",
     "attention": "attention.head",
-    "decoding": "decoding.step",
+    "decoding": "dec_step",
     "training": "training.warmup",
+}
+# Reruns that page_latency measures beside the pages' own: "<page>:<what>" -> the widget(s) changed.
+# Two buttons "a|b" are pressed in turn, b first (decoding: next, then previous, and so on).
+EXTRA_CHANGES: dict[str, str] = {
+    "decoding:buttons": "decoding.prev|decoding.next",
 }
 SETTLE_S = 0.15  # a run the first one triggers (st.rerun) lands in the log within this
 LOG_WAIT_S = 2.0  # on a loaded machine the log line can come after the session has settled
@@ -65,14 +70,21 @@ def drawn_state(session: Session, key: str) -> WidgetState:
 
 
 def flip(session: Session, key: str, states: list[WidgetState], i: int) -> None:
-    """Change ``key`` to ``states[(i + 1) % 2]``: the other of its two benchmark values."""
-    widget = session.widgets[key]
+    """Change ``key`` to ``states[(i + 1) % 2]``: the other of its two benchmark values (for two
+    buttons ``"a|b"``, press the other one)."""
     state = states[(i + 1) % 2]
-    session.rerun("widget", extra=state, fragment_id=widget.fragment_id)
+    widget = next(w for w in session.widgets.values() if w.id == state.id)
+    pressed = state.WhichOneof("value") == "trigger_value"
+    session.rerun("click" if pressed else "widget", extra=state, fragment_id=widget.fragment_id)
 
 
 def two_states(session: Session, key: str) -> list[WidgetState]:
-    """``[drawn value, next value]`` of widget ``key``."""
+    """``[drawn value, next value]`` of widget ``key``; for two buttons ``"a|b"``, a press of each."""
+    if "|" in key:
+        presses = []
+        for button in key.split("|"):
+            presses.append(WidgetState(id=session.widgets[button].id, trigger_value=True))
+        return presses
     drawn = drawn_state(session, key)
     return [drawn, another_value(session.widgets[key], drawn)]
 
@@ -121,7 +133,8 @@ def rerun_ratios(runs: int, pages: dict[str, str], clock: str = "wall") -> dict[
                 try:
                     session.open(page_path, query)
                     time.sleep(1.0)  # the first run's follow-ups and the background warm-up
-                    open_pages[key] = (session, WIDGET_KEYS[key], two_states(session, WIDGET_KEYS[key]))
+                    widget = {**WIDGET_KEYS, **EXTRA_CHANGES}[key]
+                    open_pages[key] = (session, widget, two_states(session, widget))
                 except Exception as exc:  # a broken page is reported; the others are still measured
                     print(f"{key:<12} FAILED: {exc}", flush=True)
                     results[key] = {"error": str(exc)[:300]}

@@ -259,12 +259,16 @@ class _Memo:
 _MISSING = object()
 
 
-def bind(param: Param[T], *, key: str | None = None) -> str:
+def bind(param: Param[T], *, key: str | None = None, write_url: bool = True) -> str:
     """Tie ``param`` to the session-state ``key`` of a widget; return the key to pass as ``key=``.
 
     See the module docstring for the precedence of URL, widget state, the page's last value and
     the default. Never raises on user input: a bad URL value is ignored (the widget keeps its
     value, the default on a fresh visit) and a toast says so.
+
+    ``write_url=False`` is for a widget that Streamlit keeps in the URL itself (see
+    :func:`bound_widget`): the value is decided and remembered the same way, and the URL is left
+    to Streamlit.
 
     It runs on every rerun of every bound widget, so it reads session state and the URL once
     each (every access through ``st.session_state`` or ``st.query_params`` costs 10-20 µs).
@@ -296,12 +300,40 @@ def bind(param: Param[T], *, key: str | None = None) -> str:
         state[key] = value
     memo.values[key] = value
     text = param.format(value)
-    if raw != text:
+    if write_url and raw != text:
         st.query_params[param.name] = text
+    elif not write_url and raw is not None and raw != text:
+        state[key] = value  # set in code, so Streamlit puts the value shown back in the URL
     memo.written[param.name] = text
     if url_is_new and rejected is not None:
         notify_bad_value(param, rejected, value)
     return key
+
+
+def bound_widget(param: Param[T]) -> str:
+    """The key for a widget drawn with ``bind="query-params"``, after deciding its value as
+    :func:`bind` does (a link's value, else the widget's, else this session's last one on the page,
+    else the default; a bad link value gets the same toast). Call it right before the widget on a
+    full run; give the widget ``key=`` what it returns and ``value=param.default``.
+
+    Streamlit then keeps the value in the URL under its key, which is ``param.name``: the browser
+    writes a change the visitor makes before asking for the rerun, and the server sends only the
+    changes made in code (a callback). A rerun of a fragment that holds such a widget has no URL
+    message to send and no :func:`bind` to run; it calls :func:`remember` instead. Streamlit drops
+    the parameter from the URL while the value is the default.
+    """
+    return bind(param, key=param.name, write_url=False)
+
+
+def remember(param: Param[T], value: T) -> None:
+    """Note ``value`` of a :func:`bound_widget` in a rerun that did not call it (a fragment's): it
+    is what the URL now shows, and what the page shows again after a page switch."""
+    import streamlit as st
+
+    memo = st.session_state.get(_MEMO_KEY)
+    if isinstance(memo, _Memo):
+        memo.values[param.name] = value
+        memo.written[param.name] = param.format(value)
 
 
 def clamp_state(key: str, hi: int) -> None:

@@ -41,7 +41,12 @@ def step_parts(at: AppTest) -> tuple[np.ndarray, dict, np.ndarray]:
 
 
 def step(at: AppTest) -> int:
-    return at.slider(key="decoding.step").value
+    return at.slider(key="dec_step").value
+
+
+def url_step(at: AppTest) -> str | None:
+    """The step in the URL: Streamlit keeps the slider there (``bind``), and leaves out step 1, the default."""
+    return query(at, "dec_step") if "dec_step" in at.query_params else None
 
 
 # ------------------------------------------------------------------ step by step
@@ -51,10 +56,10 @@ def step(at: AppTest) -> int:
 def test_every_step_shows_a_growing_triangle_and_its_next_tokens(app, strategy):
     at = open_decoding(app, dec_strategy=strategy)
     assert step(at) == 1
-    n = at.slider(key="decoding.step").max
+    n = at.slider(key="dec_step").max
     last = min(n, 4)
     for expected in range(1, last + 1):
-        assert step(at) == expected and query(at, "dec_step") == str(expected)
+        assert step(at) == expected and url_step(at) == (None if expected == 1 else str(expected))
         heat, bars, cross = step_parts(at)
         filled = ~np.isnan(heat)
         assert filled.sum() == expected * expected, "the prefix has one token per step so far"
@@ -74,8 +79,8 @@ def test_every_step_shows_a_growing_triangle_and_its_next_tokens(app, strategy):
 
 def test_the_last_step_ends_with_eos_or_the_length_limit(app):
     at = open_decoding(app)
-    n = at.slider(key="decoding.step").max
-    clean(at.slider(key="decoding.step").set_value(n).run())
+    n = at.slider(key="dec_step").max
+    clean(at.slider(key="dec_step").set_value(n).run())
     ended = [s.value for s in at.success] + [w.value for w in at.warning]
     assert len(ended) == 1
     assert at.button(key="decoding.next").disabled
@@ -101,11 +106,11 @@ def test_moving_the_step_slider_does_not_decode_again(app, monkeypatch):
     at = open_decoding(app, dec_text="cache me once")
     assert len(calls) == 1
     for value in (2, 3, 1):
-        clean(at.slider(key="decoding.step").set_value(value).run())
+        clean(at.slider(key="dec_step").set_value(value).run())
     clean(at.radio(key="lang").set_value("zh").run())
     assert len(calls) == 1
     written = translate("decoding.steps.written", "zh", written="").removesuffix("**")  # "目前已写出：**"
-    assert written.startswith("目前已写出：") and written in at.slider(key="decoding.step").label
+    assert written.startswith("目前已写出：") and written in at.slider(key="dec_step").label
 
 
 # ------------------------------------------------------------------ strategies side by side

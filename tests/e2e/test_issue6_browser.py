@@ -181,7 +181,7 @@ def test_decoding_every_control(page, wait_for_app, screenshot):
     expect(p.get_by_text(re.compile(r"^Step 2 of \d+"))).to_be_visible()
     expect(charts(p, "decoding.step_figure").get_by_text(
         translate("decoding.steps.triangle", "en", layer=1, head=1))).to_be_visible()
-    slider = widget(p, "decoding.step").get_by_role("slider")
+    slider = widget(p, "dec_step").get_by_role("slider")
     slider.focus()
     slider.press("End")
     p.wait_for_url(re.compile(r"dec_step=(?!2(&|$))\d+"))
