@@ -12,7 +12,7 @@ from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
 from ui.text_input import MAX_CHARS, prepare_sentence
-from ui.url_state import (ChoiceParam, FloatParam, IntParam, TextParam, bind, bound_widget, clamp_state,
+from ui.url_state import (ChoiceParam, FloatParam, IntParam, TextParam, bind, bound_widget,
                           markdown_literal, remember)
 
 SECTIONS = ("steps", "compare", "forcing")
@@ -76,7 +76,10 @@ def step_by_step(ckpt, key, source: str) -> None:
     n = len(trace.steps)
     step_param = IntParam(STEP_KEY, 1, lo=1, hi=n)
     if n > 1:
-        clamp_state(STEP_KEY, n)
+        if st.session_state.get(STEP_KEY, 1) > n:
+            # That step is not in this decoding: start it from the beginning. (The nearest step would
+            # not reach the URL: the slider is a new widget for Streamlit once its range changes.)
+            st.session_state[STEP_KEY] = 1
         bound_widget(step_param)
     step_view(cfg, trace, strategy, layer, head, step_param, {})
     st.caption(" ".join((t("decoding.steps.triangle_caption"),

@@ -44,6 +44,17 @@ def step(at: AppTest) -> int:
     return at.slider(key="dec_step").value
 
 
+def move_step(at: AppTest, value: int) -> AppTest:
+    """Move the step slider to ``value`` and rerun, writing the URL first as the browser does for a
+    widget bound to it (AppTest has no browser to do it)."""
+    at.slider(key="dec_step").set_value(value)
+    if value == 1:
+        at.query_params.pop("dec_step", None)
+    else:
+        at.query_params["dec_step"] = str(value)
+    return clean(at.run())
+
+
 def url_step(at: AppTest) -> str | None:
     """The step in the URL: Streamlit keeps the slider there (``bind``), and leaves out step 1, the default."""
     return query(at, "dec_step") if "dec_step" in at.query_params else None
@@ -92,6 +103,32 @@ def test_step_in_a_link_and_a_step_too_far(app):
     assert at.segmented_control(key="decoding.layer").value == 2
     too_far = open_decoding(app, dec_step="999")
     assert step(too_far) == 1 and len(too_far.toast) == 1
+
+
+def test_the_step_is_kept_across_a_page_switch(app):
+    at = open_decoding(app)
+    for _ in range(2):
+        clean(at.button(key="decoding.next").click().run())
+    assert step(at) == 3 and url_step(at) == "3"
+    clean(at.switch_page("app_pages/tokens.py").run())
+    assert "dec_step" not in at.query_params  # Streamlit drops a bound widget's value on another page
+    clean(at.switch_page("app_pages/decoding.py").run())
+    assert step(at) == 3 and url_step(at) == "3"
+
+
+def test_a_decoding_without_the_step_shown_starts_again_at_step_one(app):
+    at = open_decoding(app, dec_text="a longer sentence")
+    n = int(at.slider(key="dec_step").max)
+    move_step(at, n)
+    assert url_step(at) == str(n)
+    clean(at.text_input(key="decoding.text").set_value("ab").run())
+    shorter = int(at.slider(key="dec_step").max)
+    assert shorter < n
+    assert step(at) == 1 and url_step(at) is None, "the view and its link agree"
+    assert not at.toast, "nothing the visitor typed in the URL was ignored"
+    move_step(at, 2)
+    clean(at.text_input(key="decoding.text").set_value("a longer sentence").run())
+    assert step(at) == 2 and url_step(at) == "2", "a step that the new decoding has is kept"
 
 
 def test_moving_the_step_slider_does_not_decode_again(app, monkeypatch):

@@ -258,3 +258,43 @@ def test_decoding_a_typed_target_when_the_task_has_none(page, wait_for_app, scre
     expect(p.locator(f"{MAIN} [data-testid='stDataFrame']")).to_have_count(1)
     screenshot(p, "issue6_decoding_typed_target_en")
     assert p.locator(EXCEPTION).count() == 0
+
+
+def test_decoding_step_link_follows_the_view(page, wait_for_app, screenshot):
+    """The step slider is kept in the URL by Streamlit itself (bind="query-params"): the browser
+    writes a moved slider, the server a step set in code; a bad link value gets our notice."""
+    p = page("/decoding?lang=en&dec_step=abc")
+    expect(p.get_by_text(re.compile(r"^Step 1 of \d+"))).to_be_visible()
+    expect(p.locator("[data-testid='stToast']")).to_have_count(1)
+    assert "dec_step" not in query(p), "the ignored value leaves the link"
+    screenshot(p, "issue6_decoding_bad_step_link_en")
+
+    slider = widget(p, "dec_step").get_by_role("slider")
+    slider.focus()
+    slider.press("End")
+    p.wait_for_url(re.compile(r"dec_step=\d+"))
+    wait_for_app(p)
+    last = int(query(p)["dec_step"])
+    expect(p.get_by_text(re.compile(rf"^Step {last} of {last}\b"))).to_be_visible()
+    # A shorter sentence has fewer steps than the one shown: its decoding starts at step 1, and
+    # the link says so (no dec_step: the default).
+    type_into(p, wait_for_app, "decoding.text", "ab")
+    expect(p.get_by_text(re.compile(r"^Step 1 of \d+"))).to_be_visible()
+    assert "dec_step" not in query(p)
+
+    for expected in (2, 3):
+        widget(p, "decoding.next").get_by_role("button").click()
+        p.wait_for_url(re.compile(rf"dec_step={expected}(&|$)"))
+        wait_for_app(p)
+    # Away to another page and back by the sidebar: the step is where it was, in the view and the link.
+    p.locator('[data-testid="stSidebarNav"] a').filter(has_text=translate("tokens.title", "en")).click()
+    p.wait_for_url(re.compile(r"/tokens(\?|$)"))
+    wait_for_app(p)
+    assert "dec_step" not in query(p)
+    p.locator('[data-testid="stSidebarNav"] a').filter(has_text=translate("decoding.title", "en")).click()
+    p.wait_for_url(re.compile(r"/decoding(\?|$)"))
+    wait_for_app(p)
+    expect(p.get_by_text(re.compile(r"^Step 3 of \d+"))).to_be_visible()
+    p.wait_for_url(re.compile(r"dec_step=3(&|$)"))
+    screenshot(p, "issue6_decoding_step_after_page_switch_en")
+    assert p.locator(EXCEPTION).count() == 0
