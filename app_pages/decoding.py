@@ -12,7 +12,7 @@ from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
 from ui.text_input import MAX_CHARS, prepare_sentence
-from ui.url_state import (ChoiceParam, FloatParam, IntParam, TextParam, bind, bound_widget,
+from ui.url_state import (ChoiceParam, FloatParam, IntParam, SliderIntParam, TextParam, bind, bound_widget,
                           markdown_literal, remember)
 
 SECTIONS = ("steps", "compare", "forcing")
@@ -74,7 +74,7 @@ def step_by_step(ckpt, key, source: str) -> None:
         head = st.segmented_control(t("decoding.head"), list(range(1, cfg.n_heads + 1)), required=True,
                                     key=bind(IntParam("dec_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
     n = len(trace.steps)
-    step_param = IntParam(STEP_KEY, 1, lo=1, hi=n)
+    step_param = SliderIntParam(STEP_KEY, 1, lo=1, hi=n)
     if n > 1:
         if st.session_state.get(STEP_KEY, 1) > n:
             # That step is not in this decoding: start it from the beginning. (The nearest step would
@@ -88,7 +88,7 @@ def step_by_step(ckpt, key, source: str) -> None:
 
 
 @st.fragment
-def step_view(cfg, trace: "dv.DecodeTrace", strategy: str, layer: int, head: int, step_param: IntParam,
+def step_view(cfg, trace: "dv.DecodeTrace", strategy: str, layer: int, head: int, step_param: SliderIntParam,
               drawn: dict[int, tuple[str, FrozenFigure]]) -> None:
     """One step of ``trace``. A fragment: moving through the steps reruns only this part of the page,
     and it draws as few elements as it can (each costs the server a message): the step's three

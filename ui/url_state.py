@@ -33,6 +33,11 @@ What :func:`bind` does, once per run:
 3. Writes its text form back to ``st.query_params[name]``, so the address bar always shows the
    view.
 
+A widget that Streamlit can keep in the URL itself (``bind="query-params"``, in a fragment that
+reruns often: decoding's step slider) is set up with :func:`bound_widget` on a full run instead,
+and :func:`remember` in its fragment's own reruns: the browser then writes the visitor's changes to
+the address bar, and a rerun sends no URL message (see :func:`bound_widget`).
+
 A malformed or out-of-range value never raises: the widget keeps its value (the default on a
 fresh visit) and a toast in the current language says which value was ignored and what is
 shown instead. Parsing and formatting are pure functions
@@ -102,6 +107,23 @@ class IntParam(Param[int]):
     def accepts(self, value: Any) -> bool:
         return (isinstance(value, int) and not isinstance(value, bool) and self.lo <= value <= self.hi
                 and (value - self.lo) % self.step == 0)
+
+
+@dataclass(frozen=True)
+class SliderIntParam(IntParam):
+    """An :class:`IntParam` read from the URL as Streamlit reads an integer slider that it keeps in
+    the URL itself (``bind="query-params"``, see :func:`bound_widget`): any finite number in
+    ``[lo, hi]``, cut to an integer (``2.5`` is 2). The two readings must agree: the page works out
+    what it shows from this one before the slider is drawn, and the slider shows Streamlit's."""
+
+    def parse(self, text: str) -> int:
+        try:
+            number = float(text)
+        except ValueError:
+            raise BadValue(text) from None
+        if not math.isfinite(number) or not self.lo <= number <= self.hi:
+            raise BadValue(text)
+        return int(number)
 
 
 @dataclass(frozen=True)
@@ -302,8 +324,8 @@ def bind(param: Param[T], *, key: str | None = None, write_url: bool = True) -> 
     text = param.format(value)
     if write_url and raw != text:
         st.query_params[param.name] = text
-    elif not write_url and raw is not None and raw != text:
-        state[key] = value  # set in code, so Streamlit puts the value shown back in the URL
+    elif not write_url and raw != (None if value == param.default else text):
+        state[key] = value  # set in code, so Streamlit puts the value shown back in the URL (or leaves it out)
     memo.written[param.name] = text
     if url_is_new and rejected is not None:
         notify_bad_value(param, rejected, value)
@@ -314,7 +336,8 @@ def bound_widget(param: Param[T]) -> str:
     """The key for a widget drawn with ``bind="query-params"``, after deciding its value as
     :func:`bind` does (a link's value, else the widget's, else this session's last one on the page,
     else the default; a bad link value gets the same toast). Call it right before the widget on a
-    full run; give the widget ``key=`` what it returns and ``value=param.default``.
+    full run; give the widget ``key=`` what it returns and ``value=param.default``. ``param`` must
+    read the URL as Streamlit does for that widget (:class:`SliderIntParam` for an integer slider).
 
     Streamlit then keeps the value in the URL under its key, which is ``param.name``: the browser
     writes a change the visitor makes before asking for the rerun, and the server sends only the

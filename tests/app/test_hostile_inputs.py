@@ -37,7 +37,7 @@ from ui import tokens_view as tv
 from ui import training_view as trv
 from ui.i18n import LANGS, translate
 from ui.text_input import prepare_sentences
-from ui.url_state import BoolParam, ChoiceParam, FloatParam, IntParam, Param, TextParam, markdown_literal
+from ui.url_state import BoolParam, ChoiceParam, FloatParam, IntParam, Param, SliderIntParam, TextParam, markdown_literal
 
 N_LAYERS, N_HEADS, MAX_LEN = 2, 2, 40
 checkpoint_dir, random_models = random_model_fixtures(
@@ -145,7 +145,7 @@ SETTINGS = [
     Settings("decoding", "app_pages/decoding.py", (
         MODEL, ChoiceParam("dec_view", "steps", choices=("steps", "compare", "forcing")),
         ChoiceParam("dec_strategy", "greedy", choices=dv.STRATEGIES), LAYER_HEAD["dec_layer"], LAYER_HEAD["dec_head"],
-        Live("dec_step", lambda at: IntParam("dec_step", 1, lo=1, hi=at.slider(key="dec_step").max)),
+        Live("dec_step", lambda at: SliderIntParam("dec_step", 1, lo=1, hi=int(at.slider(key="dec_step").max))),
     )),
     Settings("decoding_compare", "app_pages/decoding.py", (
         IntParam("dec_beam", 3, lo=1, hi=8), FloatParam("dec_temp", 1.0, lo=0.0, hi=2.0, step=0.1),

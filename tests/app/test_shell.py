@@ -311,6 +311,59 @@ def test_bound_widget_rejects_bad_values_with_one_notice(bad):
     assert not toasts(at)
 
 
+STREAMLIT_BOUND_SCRIPT = '''
+import streamlit as st
+from ui.url_state import SliderIntParam, bound_widget
+
+STEP = SliderIntParam("step", default=1, lo=1, hi=8)
+st.slider("step", 1, 8, value=STEP.default, key=bound_widget(STEP), bind="query-params")
+'''
+
+
+def streamlit_bound_app(query: dict[str, str]) -> AppTest:
+    at = AppTest.from_string(STREAMLIT_BOUND_SCRIPT, default_timeout=30)
+    at.query_params.update(query)
+    return at
+
+
+def test_streamlit_bound_widget_reads_the_url_and_leaves_out_the_default():
+    at = clean(streamlit_bound_app({"step": "3"}).run())
+    assert at.slider(key="step").value == 3 and at.query_params["step"] in ("3", ["3"])
+    assert not toasts(at)
+    fresh = clean(streamlit_bound_app({}).run())
+    assert fresh.slider(key="step").value == 1 and "step" not in fresh.query_params
+
+
+def test_streamlit_bound_widget_reads_a_number_as_streamlit_does():
+    at = clean(streamlit_bound_app({"step": "2.5"}).run())  # Streamlit's slider takes 2: so does the page
+    assert at.slider(key="step").value == 2 and at.query_params["step"] in ("2", ["2"])
+    assert not toasts(at)
+
+
+def test_streamlit_bound_widget_puts_back_a_value_the_url_lost():
+    at = clean(streamlit_bound_app({"step": "4"}).run())
+    del at.query_params["step"]  # e.g. a link too long for Streamlit, which then reads none of it
+    clean(at.run())
+    assert at.slider(key="step").value == 4 and at.query_params["step"] in ("4", ["4"])
+
+
+@pytest.mark.parametrize("bad", ["99", "0", "three", "1e999", ""])
+def test_streamlit_bound_widget_rejects_bad_values_with_one_notice(bad):
+    at = clean(streamlit_bound_app({"step": bad, "lang": "en"}).run())
+    assert at.slider(key="step").value == 1
+    assert "step" not in at.query_params, "Streamlit drops the bad value; the default is left out"
+    assert len(toasts(at)) == 1
+    clean(at.run())
+    assert not toasts(at)
+
+
+def test_streamlit_bound_widget_writes_a_value_set_in_code():
+    at = clean(streamlit_bound_app({}).run())
+    at.session_state["step"] = 5  # as a callback (decoding's next button) does
+    clean(at.run())
+    assert at.slider(key="step").value == 5 and at.query_params["step"] in ("5", ["5"])
+
+
 # ------------------------------------------------------------------ with checkpoints on disk
 
 
