@@ -19,6 +19,9 @@ run; ``bench/ws_rerun.py``'s websocket client flips the one radio ``lang``):
   buttons in a row (one element instead of three);
 * ``slider+chart+url`` and ``slider+stepper+chart+url``: the same with a slider as the changed
   widget, as on the positional, training and decoding pages (a slider costs more than a radio);
+* ``bound-slider+...``: a slider that Streamlit keeps in the URL itself (``bind="query-params"``,
+  as decoding's step is), with the buttons in a row (``stepper``), one under the other
+  (``stacked``), as one segmented control (``pair``), or none;
 * ``shell``: a full rerun of a router with the shell the app-shell issue asks for (page config,
   ``st.navigation`` over seven pages in sections, a sidebar with the language radio, a model
   select box and a device caption) and an empty page: the home page's floor.
@@ -119,6 +122,8 @@ _CHART = "    st.plotly_chart(chart(), key='chart')"
 _STEPPER = """    with st.container(horizontal=True):
         st.button("previous", key="previous")
         st.button("next", key="next")"""
+_STACKED = """    st.button("previous", key="previous")
+    st.button("next", key="next")"""
 _PAIR = """    st.segmented_control("move", ["previous", "next"], key="move", label_visibility="collapsed")"""
 
 SHAPES: dict[str, str] = {
@@ -132,6 +137,9 @@ SHAPES: dict[str, str] = {
     "slider+chart+url": fragment(_URL, _CHART, widget=_SLIDER),
     "slider+stepper+chart+url": fragment(_URL, _STEPPER, _CHART, widget=_SLIDER),
     "bound-slider+stepper+chart": fragment(_STEPPER, _CHART, widget=_BOUND_SLIDER),
+    "bound-slider+stacked+chart": fragment(_STACKED, _CHART, widget=_BOUND_SLIDER),
+    "bound-slider+pair+chart": fragment(_PAIR, _CHART, widget=_BOUND_SLIDER),
+    "bound-slider+chart": fragment(_CHART, widget=_BOUND_SLIDER),
     "shell": _HEAD + _SHELL,
 }
 
