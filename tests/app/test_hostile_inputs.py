@@ -37,7 +37,8 @@ from ui import tokens_view as tv
 from ui import training_view as trv
 from ui.i18n import LANGS, translate
 from ui.text_input import prepare_sentences
-from ui.url_state import BoolParam, ChoiceParam, FloatParam, IntParam, Param, SliderIntParam, TextParam, markdown_literal
+from ui.url_state import (BoolParam, ChoiceParam, FloatParam, IntParam, Param, SliderIntParam, TextParam,
+                          markdown_literal)
 
 N_LAYERS, N_HEADS, MAX_LEN = 2, 2, 40
 checkpoint_dir, random_models = random_model_fixtures(
