@@ -21,7 +21,8 @@ run; ``bench/ws_rerun.py``'s websocket client flips the one radio ``lang``):
   widget, as on the positional, training and decoding pages (a slider costs more than a radio);
 * ``bound-slider+...``: a slider that Streamlit keeps in the URL itself (``bind="query-params"``,
   as decoding's step is), with the buttons in a row (``stepper``), one under the other
-  (``stacked``), as one segmented control (``pair``), or none;
+  (``stacked``), as one segmented control (``pair``), as the −/+ steppers of one number input
+  (``number``: what previous/next would cost as a single native element), or none;
 * ``shell``: a full rerun of a router with the shell the app-shell issue asks for (page config,
   ``st.navigation`` over seven pages in sections, a sidebar with the language radio, a model
   select box and a device caption) and an empty page: the home page's floor.
@@ -125,6 +126,7 @@ _STEPPER = """    with st.container(horizontal=True):
 _STACKED = """    st.button("previous", key="previous")
     st.button("next", key="next")"""
 _PAIR = """    st.segmented_control("move", ["previous", "next"], key="move", label_visibility="collapsed")"""
+_NUMBER = """    st.number_input("step", 1, 8, key="number")"""
 
 SHAPES: dict[str, str] = {
     "fragment": fragment(),
@@ -139,6 +141,7 @@ SHAPES: dict[str, str] = {
     "bound-slider+stepper+chart": fragment(_STEPPER, _CHART, widget=_BOUND_SLIDER),
     "bound-slider+stacked+chart": fragment(_STACKED, _CHART, widget=_BOUND_SLIDER),
     "bound-slider+pair+chart": fragment(_PAIR, _CHART, widget=_BOUND_SLIDER),
+    "bound-slider+number+chart": fragment(_NUMBER, _CHART, widget=_BOUND_SLIDER),
     "bound-slider+chart": fragment(_CHART, widget=_BOUND_SLIDER),
     "shell": _HEAD + _SHELL,
 }

@@ -305,6 +305,11 @@ def bind(param: Param[T], *, key: str | None = None, write_url: bool = True) -> 
     raw = st.query_params.get(param.name)
     current = state.get(key, _MISSING)
 
+    repeated = None
+    if not write_url and raw is not None:
+        every = st.query_params.get_all(param.name)
+        if len(every) > 1:  # ``?step=2&step=3``: Streamlit's widget reads none of it and drops it all
+            repeated, raw = ", ".join(every), None
     url_is_new = raw is not None and raw != memo.written.get(param.name)
     from_url, rejected = read(param, {param.name: raw}) if url_is_new else (None, None)
     if current is not _MISSING and isinstance(param, TextParam) and not param.accepts(current):
@@ -329,6 +334,8 @@ def bind(param: Param[T], *, key: str | None = None, write_url: bool = True) -> 
     memo.written[param.name] = text
     if url_is_new and rejected is not None:
         notify_bad_value(param, rejected, value)
+    elif repeated is not None:
+        notify_bad_value(param, repeated, value)
     return key
 
 

@@ -105,6 +105,14 @@ def test_step_in_a_link_and_a_step_too_far(app):
     assert step(too_far) == 1 and len(too_far.toast) == 1
 
 
+def test_a_repeated_step_in_a_link_is_ignored_as_the_slider_ignores_it(app):
+    """``?dec_step=2&dec_step=3``: Streamlit's slider reads neither value and drops both from the URL,
+    so the page shows step 1 too (not a step its link has lost), and says what it ignored."""
+    at = open_decoding(app, dec_step=["2", "3"])
+    assert step(at) == 1 and url_step(at) is None
+    assert len(at.toast) == 1 and "2, 3" in at.toast[0].value
+
+
 def test_the_step_is_kept_across_a_page_switch(app):
     at = open_decoding(app)
     for _ in range(2):

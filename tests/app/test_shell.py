@@ -357,6 +357,25 @@ def test_streamlit_bound_widget_rejects_bad_values_with_one_notice(bad):
     assert not toasts(at)
 
 
+def test_streamlit_bound_widget_treats_a_repeated_value_as_streamlit_does():
+    """``?step=2&step=3``: Streamlit's slider reads neither and drops both, so the page must not show
+    3 either (it would show a step its link has lost): one notice, the default, and a clean link."""
+    at = clean(streamlit_bound_app({"step": ["2", "3"], "lang": "en"}).run())
+    assert at.slider(key="step").value == 1 and "step" not in at.query_params
+    assert len(toasts(at)) == 1 and "2, 3" in toasts(at)[0]
+    clean(at.run())
+    assert not toasts(at)
+
+
+def test_streamlit_bound_widget_keeps_its_value_over_a_repeated_one():
+    at = clean(streamlit_bound_app({"step": "4"}).run())
+    at.query_params["step"] = ["6", "7"]  # the visitor edits the link into two values
+    clean(at.run())
+    assert at.slider(key="step").value == 4, "the value shown before is kept, as for any bad value"
+    assert at.query_params["step"] in ("4", ["4"]), "and put back in the link"
+    assert len(toasts(at)) == 1
+
+
 def test_streamlit_bound_widget_writes_a_value_set_in_code():
     at = clean(streamlit_bound_app({}).run())
     at.session_state["step"] = 5  # as a callback (decoding's next button) does
