@@ -176,3 +176,22 @@ def test_property_arbitrary_alphabet(alphabet: str, text: str) -> None:
     assert t.decode(ids) == _expected(text, alphabet)
     assert t.decode(t.encode(t.alphabet)) == t.alphabet
     assert CharTokenizer.from_dict(t.to_dict()) == t
+
+
+@_FAST
+@given(texts=st.lists(st.text(max_size=30), min_size=1, max_size=12), add_bos=st.booleans(),
+       add_eos=st.booleans(), max_len=st.one_of(st.none(), st.integers(1, 40)))
+def test_property_encode_batch_is_each_row_encoded_and_padded(texts: list[str], add_bos: bool, add_eos: bool,
+                                                              max_len: int | None) -> None:
+    t = CharTokenizer("abc xyz")
+    ids, lengths = t.encode_batch(texts, add_bos=add_bos, add_eos=add_eos, max_len=max_len)
+    rows = [t.encode(text, add_bos=add_bos, add_eos=add_eos)[:max_len] for text in texts]
+    assert ids.dtype == lengths.dtype == torch.long
+    assert lengths.tolist() == [len(r) for r in rows]
+    assert ids.shape == (len(texts), max(len(r) for r in rows))
+    assert ids.tolist() == [r + [PAD_ID] * (ids.shape[1] - len(r)) for r in rows]
+
+
+def test_encode_batch_rejects_what_is_not_text(tok: CharTokenizer) -> None:
+    with pytest.raises(TypeError, match="Only text"):
+        tok.encode_batch(["ab", 3])  # type: ignore[list-item]
