@@ -60,9 +60,9 @@ sys.path.insert(0, str(ROOT))
 from bench.browser_rerun import TRIVIAL_SCRIPT, timed_server  # noqa: E402
 from bench.load import Session  # noqa: E402
 from bench.ws_rerun import EXTRA_CHANGES, WIDGET_KEYS, change_and_time, rotated, two_states  # noqa: E402
+from ui.tour import stop  # noqa: E402
 
 CHANGES = {**WIDGET_KEYS, **EXTRA_CHANGES}  # what --pages can name: a page, or one of its extra changes
-from ui.tour import stop  # noqa: E402
 
 _HEAD = f"""import sys
 sys.path.insert(0, {str(ROOT)!r})
