@@ -11,7 +11,7 @@ from ui.frozen_figure import FrozenFigure
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
-from ui.text_input import MAX_CHARS, prepare_sentence
+from explain.text import MAX_CHARS, prepare_sentence
 from ui.url_state import (ChoiceParam, FloatParam, IntParam, SliderIntParam, TextParam, bind, bound_widget,
                           markdown_literal, remember)
 

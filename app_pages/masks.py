@@ -7,7 +7,7 @@ from ui.frozen_figure import FrozenFigure
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import link, tour_links
-from ui.text_input import MAX_LINES, prepare_sentences
+from explain.text import MAX_LINES, prepare_sentences
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
 

@@ -11,7 +11,7 @@ from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
 from ui.prepared_html import show_html
-from ui.text_input import prepare_sentence
+from explain.text import prepare_sentence
 from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind, clamp_state
 
 D_MODEL = IntParam("pe_d", default=64, lo=2, hi=256, step=2)  # sin/cos pairs: even sizes only

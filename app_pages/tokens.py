@@ -6,7 +6,7 @@ from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
 from ui.prepared_html import show_html
-from ui.text_input import MAX_LINES, prepare_sentences
+from explain.text import MAX_LINES, prepare_sentences
 from ui.url_state import ChoiceParam, bind, markdown_literal
 
 SIDE = ChoiceParam("tok_side", default="source", choices=tv.SIDES)

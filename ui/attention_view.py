@@ -19,9 +19,9 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from ui.charts import axis_labels, heatmap, token_label
+from figures.labels import axis_labels, heatmap, token_label
 from ui.i18n import t
-from ui.text_input import MAX_CHARS, prepare_sentence
+from explain.text import MAX_CHARS, prepare_sentence
 from ui.tokens_view import show_notices
 from ui.url_state import BadValue, Param, TextParam, bind
 
@@ -119,7 +119,7 @@ def cached_view(
     need_details: bool = False,
 ):
     """``ui.inference.attention_view`` of ``source``, cached on ``key`` (see :func:`model_key`)."""
-    from ui.inference import attention_view
+    from explain.attention import attention_view
 
     return attention_view(_ckpt, source, target, scale_scores=scale_scores, ablate_heads=ablate,
                           need_details=need_details)

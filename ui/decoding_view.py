@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui.charts import axis_labels, heatmap, token_label
+from figures.labels import axis_labels, heatmap, token_label
 
 STRATEGIES: tuple[str, ...] = ("greedy", "beam", "sample")
 TOP_K_CHOICES: tuple[str, ...] = ("1", "2", "3", "5", "10", "20", "all")

@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ui.charts import token_label
+from figures.labels import token_label
 
 HEAD_COLOURS: tuple[str, ...] = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",

@@ -28,7 +28,6 @@ import functools
 import json
 import logging
 import os
-import threading
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -136,28 +135,6 @@ def browser_lang() -> str:
 
 
 _last_run_lang = DEFAULT_LANG
-# The language this thread's script run settled on (see :func:`pin_run_lang`): ``(ctx, lang)``.
-_pinned = threading.local()
-
-
-def pin_run_lang(lang: str | None) -> None:
-    """Fix the language of the script run going on in this thread (None: forget it).
-
-    ``app.py`` settles the language at the top of every run (:func:`ui.sidebar.bind_shared_state`)
-    and pins it here, so the hundred-odd ``t()`` calls of a page skip the session-state lookup.
-    A widget's value cannot change in the middle of a run, so the pin holds until the next run
-    pins again; a run that has not pinned (a fragment rerun, which skips ``app.py``) resolves the
-    language the slow way once and pins it (:func:`current_lang`).
-    """
-    global _last_run_lang
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx(suppress_warning=True)
-    if lang in LANGS and ctx is not None:
-        _pinned.run = (ctx, lang)
-        _last_run_lang = lang
-    else:
-        _pinned.run = None
 
 
 def current_lang() -> str:
@@ -170,21 +147,14 @@ def current_lang() -> str:
     global _last_run_lang
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    ctx = get_script_run_ctx(suppress_warning=True)
-    if ctx is None:
+    if get_script_run_ctx(suppress_warning=True) is None:
         return _last_run_lang
-    pinned = getattr(_pinned, "run", None)
-    if pinned is not None and pinned[0] is ctx:
-        return pinned[1]
     import streamlit as st
 
     lang = st.session_state.get(LANG_STATE_KEY)
     if lang not in LANGS:
         lang = browser_lang()
     _last_run_lang = lang
-    # A fragment rerun does not pass through app.py's pin: pin here, for the rest of this run
-    # (the next full run un-pins first thing, in ui.sidebar.bind_shared_state).
-    _pinned.run = (ctx, lang)
     return lang
 
 

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ui.charts import axis_labels, token_label
+from figures.labels import axis_labels, token_label
 
 # Streamlit's category palette, so lines look the same as with Streamlit's own template.
 PALETTE = ("#0068c9", "#ff2b2b", "#29b09d", "#ff8700", "#6d3fc0", "#83c9ff", "#ffabab", "#7defa1")

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import torch
 
 from model.masks import decoder_mask, look_ahead_mask, padding_mask
-from ui.charts import axis_labels, heatmap, token_label
+from figures.labels import axis_labels, heatmap, token_label
 from ui.figure_grid import combine
 from ui.frozen_figure import FrozenFigure, freeze
 from ui.lean_charts import MASKED_COLOR, PALETTE, bool_matrix, lean, lean_figure

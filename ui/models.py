@@ -1,10 +1,11 @@
-"""Which trained models the pages can use, and loading them once per process.
+"""Which trained models the pages can use, loading them once per process, and their cache keys.
 
 Two kinds of model have a name:
 
 * shipped ones, ``assets/checkpoints/<task>.pt`` (``copy``, ``reverse``, ``sort``, ``dates``),
-  loaded once per process and shared read-only by every session (eval mode, never trained);
-* one trained in this session on the training page, registered with
+  loaded once per process with ``st.cache_resource`` and shared read-only by every session (eval
+  mode, never trained);
+* one trained or uploaded in this session on the training page, registered with
   :func:`register_session_model` and visible only to that session.
 
 Pages use::
@@ -13,31 +14,32 @@ Pages use::
 
     ckpt = selected_model()          # the sidebar's choice, or None (a notice is already shown)
     if ckpt is not None:
-        ...                          # hand ckpt to a ui/ helper that runs it; pages never touch torch
+        ...                          # hand ckpt to explain/ through ui.cache.computed
 
-A checkpoint is what ``model.checkpoint.load_checkpoint(path)`` returns: ``.model`` (a
-Transformer in eval mode), ``.tokenizer``, ``.task`` and ``.config``.
-
-The process-wide cache is a plain dict behind a lock rather than ``st.cache_resource`` so that
-the warm-up thread (``ui.warmup``) can fill it without a script-run context; a second session
-asking for a model that is still loading waits for that one load instead of starting another.
+Every checkpoint the pages see has a cache key, :func:`model_key`, that says what the model *is*:
+a shipped file is its name plus a hash of its bytes, a session's model gets a random id when it is
+registered. The key is never ``id()`` of the object (ids are reused once an object is freed) and
+never the name alone (two sessions may each train a model called ``copy-tiny-1``). The keys are
+held weakly: a session's model can be freed when its session ends.
 """
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
-import threading
+import uuid
+import weakref
 from pathlib import Path
 from typing import Any
+
+import streamlit as st
 
 CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "assets" / "checkpoints"
 SHIPPED_TASKS: tuple[str, ...] = ("copy", "reverse", "sort", "dates")
 MODEL_STATE_KEY = "model"  # session_state key the sidebar's model widget owns
 _SESSION_MODELS_KEY = "_models.session"
 
-_cache: dict[tuple[str, int], Any] = {}
-_cache_lock = threading.Lock()
-_load_locks: dict[str, threading.Lock] = {}
+_keys: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()  # checkpoint -> cache key
 
 
 class ModelUnavailable(RuntimeError):
@@ -83,8 +85,6 @@ def _list_checkpoints(folder: Path, mtime_ns: int) -> tuple[str, ...]:
 
 
 def _session_models() -> dict[str, Any]:
-    import streamlit as st
-
     return st.session_state.setdefault(_SESSION_MODELS_KEY, {})
 
 
@@ -118,36 +118,56 @@ def register_session_model(name: str, checkpoint: Any) -> None:
         raise ValueError("A model name must have 1 to 40 characters.")
     if name in shipped_models():
         raise ValueError(f"{name!r} is the name of a shipped model; choose another name.")
+    _keys[checkpoint] = f"session:{uuid.uuid4().hex}"
     _session_models()[name] = checkpoint
+
+
+def model_key(checkpoint: Any) -> str:
+    """The cache key of ``checkpoint``: ``"<name>@<content hash>"`` for a shipped file,
+    ``"session:<random id>"`` for a model registered in a session. A checkpoint that came from
+    neither (a test's) gets a random id of its own on first use."""
+    key = _keys.get(checkpoint)
+    if key is None:
+        key = _keys[checkpoint] = f"unregistered:{uuid.uuid4().hex}"
+    return key
+
+
+@functools.lru_cache(maxsize=32)
+def _content_hash(path: str, mtime_ns: int, size: int) -> str:
+    """A hash of the file's bytes, read again only when its modification time or size changes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def shipped_key(task: str) -> str:
+    """``"<task>@<hash of the file>"``; :class:`ModelUnavailable` (missing) if there is no file."""
+    path = checkpoint_path(task)
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise ModelUnavailable(task, "missing", f"{path.name} is not in {CHECKPOINT_DIR}") from None
+    return f"{task}@{_content_hash(str(path), stat.st_mtime_ns, stat.st_size)}"
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _load_shipped(task: str, key: str) -> Any:
+    """The checkpoint file of ``task`` whose content is ``key``, loaded once per process."""
+    try:
+        from model.checkpoint import load_checkpoint
+    except ImportError as exc:
+        raise ModelUnavailable(task, "code", f"model.checkpoint cannot be imported: {exc}") from exc
+    path = checkpoint_path(task)
+    try:
+        checkpoint = load_checkpoint(path)
+    except Exception as exc:  # a bad file must not take the app down
+        raise ModelUnavailable(task, "broken", f"{path.name}: {exc!r}") from exc
+    checkpoint.model.eval()
+    _keys[checkpoint] = key
+    return checkpoint
 
 
 def load_shipped(task: str) -> Any:
     """The shipped checkpoint of ``task``, loaded once per process (thread-safe, read-only)."""
-    path = checkpoint_path(task)
-    try:
-        stamp = path.stat().st_mtime_ns
-    except FileNotFoundError:
-        raise ModelUnavailable(task, "missing", f"{path.name} is not in {CHECKPOINT_DIR}") from None
-    with _cache_lock:
-        if (task, stamp) in _cache:
-            return _cache[(task, stamp)]
-        lock = _load_locks.setdefault(task, threading.Lock())
-    with lock:
-        with _cache_lock:
-            if (task, stamp) in _cache:
-                return _cache[(task, stamp)]
-        try:
-            from model.checkpoint import load_checkpoint
-        except ImportError as exc:
-            raise ModelUnavailable(task, "code", f"model.checkpoint cannot be imported: {exc}") from exc
-        try:
-            checkpoint = load_checkpoint(path)
-        except Exception as exc:  # a bad file must not take the app down
-            raise ModelUnavailable(task, "broken", f"{path.name}: {exc!r}") from exc
-        checkpoint.model.eval()
-        with _cache_lock:
-            _cache[(task, stamp)] = checkpoint
-        return checkpoint
+    return _load_shipped(task, shipped_key(task))
 
 
 def get_model(name: str) -> Any:
@@ -173,8 +193,6 @@ def _session_models_or_empty() -> dict[str, Any]:
 
 def selected_model_name() -> str | None:
     """The name the sidebar selected (kept in ``st.session_state["model"]`` and ``?model=``)."""
-    import streamlit as st
-
     names = available_models()
     chosen = st.session_state.get(MODEL_STATE_KEY)
     if chosen in names:
@@ -184,8 +202,6 @@ def selected_model_name() -> str | None:
 
 def selected_model() -> Any | None:
     """The selected checkpoint, or None after showing why in the current language."""
-    import streamlit as st
-
     from ui.i18n import t
 
     name = selected_model_name()

@@ -29,7 +29,7 @@ from ui.url_state import current_query
 def link(s: Stop, label: str | None = None, *, icon: str | None = None, icon_position: str = "left") -> None:
     """An in-app link to stop ``s`` (its title and icon unless given) that keeps language and model."""
     st.page_link(
-        page(s),  # a Page object: a path string would be resolved on disk on every call
+        page(s),
         label=label or s.title,
         icon=icon or s.icon,
         icon_position=icon_position,

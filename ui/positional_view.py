@@ -18,7 +18,7 @@ import torch
 
 from model.positional import positional_encoding, rope_rotate, wavelength
 from model.transformer import ForwardOptions
-from ui.charts import heatmap
+from figures.labels import heatmap
 from ui.frozen_figure import freeze
 from ui.lean_charts import PALETTE, lean, lean_figure, value_heatmap
 from ui.prepared_html import compact

@@ -13,7 +13,7 @@ import functools
 import streamlit as st
 
 from ui import models, training_status
-from ui.i18n import LANG_STATE_KEY, LANGS, browser_lang, pin_run_lang, t
+from ui.i18n import LANG_STATE_KEY, LANGS, browser_lang, t
 from ui.tour import stop
 from ui.url_state import ChoiceParam, bind, markdown_literal
 
@@ -32,9 +32,7 @@ def model_param(names: list[str]) -> ChoiceParam:
 
 def bind_shared_state() -> None:
     """Settle this run's language and model from the URL / session (no drawing except notices)."""
-    pin_run_lang(None)  # the previous run's pin must not decide this run's notices
     bind(language_param(), key=LANG_STATE_KEY)
-    pin_run_lang(st.session_state.get(LANG_STATE_KEY))
     names = models.available_models()
     if names:
         bind(model_param(names), key=models.MODEL_STATE_KEY)

@@ -21,12 +21,12 @@ import torch
 
 from model.tasks import DEFAULT_ALPHABET, get_task
 from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, CharTokenizer
-from ui.charts import VISIBLE_SPACE, token_label
+from figures.labels import VISIBLE_SPACE, token_label
 from ui.frozen_figure import freeze
 from ui.i18n import t
 from ui.lean_charts import value_heatmap
 from ui.prepared_html import compact
-from ui.text_input import MAX_CHARS
+from explain.text import MAX_CHARS
 from ui.url_state import IntParam, TextParam, bind, clamp_state, markdown_literal
 
 DEFAULT_BATCH = "hello world\nattention is all you need\nhi!"

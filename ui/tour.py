@@ -7,13 +7,11 @@ URL paths are part of the app's public interface (teachers bookmark them): never
 """
 from __future__ import annotations
 
-import copy
-import functools
 from dataclasses import dataclass
 
 import streamlit as st
 
-from ui.i18n import current_lang, t
+from ui.i18n import t
 
 
 @dataclass(frozen=True)
@@ -80,20 +78,9 @@ def by_url_path(url_path: str) -> Stop | None:
     return next((s for s in TOUR if s.url_path == url_path.strip("/")), None)
 
 
-@functools.lru_cache(maxsize=None)
-def _page_template(s: Stop, lang: str) -> st.Page:
-    return st.Page(s.script, title=t(s.title_key), icon=s.icon, url_path=s.url_path or None, default=s.is_default)
-
-
 def page(s: Stop) -> st.Page:
-    """The ``st.Page`` of a stop, titled in the current language.
-
-    ``st.Page()`` resolves its file on disk (a few ``lstat`` calls) every time; the pages are
-    built once per process and language and each call gets its own shallow copy, because
-    ``st.navigation`` marks the page it returns as runnable on the object itself, and sessions
-    must not share that flag.
-    """
-    return copy.copy(_page_template(s, current_lang()))
+    """The ``st.Page`` of a stop, titled in the current language."""
+    return st.Page(s.script, title=s.title, icon=s.icon, url_path=s.url_path or None, default=s.is_default)
 
 
 def navigation_sections() -> dict[str, list[st.Page]]:

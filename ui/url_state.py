@@ -33,11 +33,6 @@ What :func:`bind` does, once per run:
 3. Writes its text form back to ``st.query_params[name]``, so the address bar always shows the
    view.
 
-A widget that Streamlit can keep in the URL itself (``bind="query-params"``, in a fragment that
-reruns often: decoding's step slider) is set up with :func:`bound_widget` on a full run instead,
-and :func:`remember` in its fragment's own reruns: the browser then writes the visitor's changes to
-the address bar, and a rerun sends no URL message (see :func:`bound_widget`).
-
 A malformed or out-of-range value never raises: the widget keeps its value (the default on a
 fresh visit) and a toast in the current language says which value was ignored and what is
 shown instead. Parsing and formatting are pure functions
@@ -107,23 +102,6 @@ class IntParam(Param[int]):
     def accepts(self, value: Any) -> bool:
         return (isinstance(value, int) and not isinstance(value, bool) and self.lo <= value <= self.hi
                 and (value - self.lo) % self.step == 0)
-
-
-@dataclass(frozen=True)
-class SliderIntParam(IntParam):
-    """An :class:`IntParam` read from the URL as Streamlit reads an integer slider that it keeps in
-    the URL itself (``bind="query-params"``, see :func:`bound_widget`): any finite number in
-    ``[lo, hi]``, cut to an integer (``2.5`` is 2). The two readings must agree: the page works out
-    what it shows from this one before the slider is drawn, and the slider shows Streamlit's."""
-
-    def parse(self, text: str) -> int:
-        try:
-            number = float(text)
-        except ValueError:
-            raise BadValue(text) from None
-        if not math.isfinite(number) or not self.lo <= number <= self.hi:
-            raise BadValue(text)
-        return int(number)
 
 
 @dataclass(frozen=True)
@@ -281,19 +259,12 @@ class _Memo:
 _MISSING = object()
 
 
-def bind(param: Param[T], *, key: str | None = None, write_url: bool = True) -> str:
+def bind(param: Param[T], *, key: str | None = None) -> str:
     """Tie ``param`` to the session-state ``key`` of a widget; return the key to pass as ``key=``.
 
     See the module docstring for the precedence of URL, widget state, the page's last value and
     the default. Never raises on user input: a bad URL value is ignored (the widget keeps its
     value, the default on a fresh visit) and a toast says so.
-
-    ``write_url=False`` is for a widget that Streamlit keeps in the URL itself (see
-    :func:`bound_widget`): the value is decided and remembered the same way, and the URL is left
-    to Streamlit.
-
-    It runs on every rerun of every bound widget, so it reads session state and the URL once
-    each (every access through ``st.session_state`` or ``st.query_params`` costs 10-20 µs).
     """
     import streamlit as st
 
@@ -305,11 +276,6 @@ def bind(param: Param[T], *, key: str | None = None, write_url: bool = True) -> 
     raw = st.query_params.get(param.name)
     current = state.get(key, _MISSING)
 
-    repeated = None
-    if not write_url and raw is not None:
-        every = st.query_params.get_all(param.name)
-        if len(every) > 1:  # ``?step=2&step=3``: Streamlit's widget reads none of it and drops it all
-            repeated, raw = ", ".join(every), None
     url_is_new = raw is not None and raw != memo.written.get(param.name)
     from_url, rejected = read(param, {param.name: raw}) if url_is_new else (None, None)
     if current is not _MISSING and isinstance(param, TextParam) and not param.accepts(current):
@@ -327,43 +293,12 @@ def bind(param: Param[T], *, key: str | None = None, write_url: bool = True) -> 
         state[key] = value
     memo.values[key] = value
     text = param.format(value)
-    if write_url and raw != text:
+    if raw != text:
         st.query_params[param.name] = text
-    elif not write_url and raw != (None if value == param.default else text):
-        state[key] = value  # set in code, so Streamlit puts the value shown back in the URL (or leaves it out)
     memo.written[param.name] = text
     if url_is_new and rejected is not None:
         notify_bad_value(param, rejected, value)
-    elif repeated is not None:
-        notify_bad_value(param, repeated, value)
     return key
-
-
-def bound_widget(param: Param[T]) -> str:
-    """The key for a widget drawn with ``bind="query-params"``, after deciding its value as
-    :func:`bind` does (a link's value, else the widget's, else this session's last one on the page,
-    else the default; a bad link value gets the same toast). Call it right before the widget on a
-    full run; give the widget ``key=`` what it returns and ``value=param.default``. ``param`` must
-    read the URL as Streamlit does for that widget (:class:`SliderIntParam` for an integer slider).
-
-    Streamlit then keeps the value in the URL under its key, which is ``param.name``: the browser
-    writes a change the visitor makes before asking for the rerun, and the server sends only the
-    changes made in code (a callback). A rerun of a fragment that holds such a widget has no URL
-    message to send and no :func:`bind` to run; it calls :func:`remember` instead. Streamlit drops
-    the parameter from the URL while the value is the default.
-    """
-    return bind(param, key=param.name, write_url=False)
-
-
-def remember(param: Param[T], value: T) -> None:
-    """Note ``value`` of a :func:`bound_widget` in a rerun that did not call it (a fragment's): it
-    is what the URL now shows, and what the page shows again after a page switch."""
-    import streamlit as st
-
-    memo = st.session_state.get(_MEMO_KEY)
-    if isinstance(memo, _Memo):
-        memo.values[param.name] = value
-        memo.written[param.name] = param.format(value)
 
 
 def clamp_state(key: str, hi: int) -> None:
@@ -371,13 +306,14 @@ def clamp_state(key: str, hi: int) -> None:
     call before the widget, so :func:`bind` keeps the nearest valid value instead of the default."""
     import streamlit as st
 
-    if st.session_state.get(key, 0) > hi:
-        st.session_state[key] = hi
+    value = st.session_state.get(key, 0)
+    if not isinstance(value, int) or value > hi:  # a stale or foreign value is put back in range
+        st.session_state[key] = min(value, hi) if isinstance(value, int) else 0
 
 
 def current_query(*names: str) -> dict[str, str]:
     """The present URL values of ``names`` (those that are set), e.g. to carry into a page link."""
     import streamlit as st
 
-    present = st.query_params.to_dict()  # one read: ``name in st.query_params`` costs ~0.2 ms each
+    present = st.query_params.to_dict()
     return {name: present[name] for name in names if name in present}

@@ -36,7 +36,7 @@ from ui import positional_view as pv
 from ui import tokens_view as tv
 from ui import training_view as trv
 from ui.i18n import LANGS, translate
-from ui.text_input import prepare_sentences
+from explain.text import prepare_sentences
 from ui.url_state import (BoolParam, ChoiceParam, FloatParam, IntParam, Param, SliderIntParam, TextParam,
                           markdown_literal)
 

@@ -13,7 +13,7 @@ from model.config import TransformerConfig
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
 from ui import attention_view as av
-from ui.inference import attention_view
+from explain.attention import attention_view
 from ui.url_state import read
 
 
@@ -116,7 +116,7 @@ def test_views_of_every_kind_have_rows_that_sum_to_one():
 
 
 def test_sequence_probability_matches_the_answer_probability():
-    from ui.inference import answer_probability
+    from explain.attention import answer_probability
 
     ckpt = Ckpt(seed=1)
     view = attention_view(ckpt, "bad cab")

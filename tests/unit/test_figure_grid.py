@@ -5,7 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from ui.charts import heatmap
+from figures.labels import heatmap
 from ui.figure_grid import COLORBAR_W, combine
 from ui.frozen_figure import FrozenFigure
 

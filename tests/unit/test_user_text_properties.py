@@ -30,9 +30,9 @@ from ui import inference
 from ui import positional_view as pv
 from ui import tokens_view as tv
 from ui import training_session as ts
-from ui.charts import token_label
+from figures.labels import token_label
 from ui.i18n import LANGS, catalogs, translate
-from ui.text_input import MAX_CHARS, MAX_LINES, MAX_RAW_CHARS, prepare_sentence, prepare_sentences
+from explain.text import MAX_CHARS, MAX_LINES, MAX_RAW_CHARS, prepare_sentence, prepare_sentences
 from ui.url_state import (
     BadValue,
     BoolParam,

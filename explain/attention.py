@@ -1,7 +1,9 @@
-"""Run a checkpoint on typed text and hand the pages plain numpy data (pages never touch torch).
+"""Attention of a checkpoint on typed text, as plain numpy data (pages never touch torch).
 
 All functions take the checkpoint returned by :func:`ui.models.selected_model` and never change
-it: the shipped models are shared read-only by every session.
+it: the shipped models are shared read-only by every session. Attention arrays are
+``(L, H, T_q, T_k)``: layers, heads, query positions, key positions; every row of a map is a
+softmax over the keys and sums to 1.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from model.arrays import layer_stack, to_numpy
 from model.tokenizer import BOS_ID, EOS_ID
 from model.training import greedy_batch
 from model.transformer import ForwardOptions
@@ -28,10 +31,6 @@ class AttentionView:
     next_token_probs: np.ndarray  # (T, V) softmax of the logits
     vocab: list[str]
     details: dict = field(default_factory=dict)  # kind -> {"q","k","v","scores"}: (L, H, ...) arrays
-
-
-def _as_numpy(maps) -> np.ndarray:
-    return torch.stack([m[0] for m in maps]).double().cpu().numpy()  # (L, H, Tq, Tk)
 
 
 @torch.inference_mode()
@@ -85,16 +84,15 @@ def attention_view(
     if need_details:
         for kind, dets in (("encoder", out.encoder_details), ("decoder", out.decoder_details),
                            ("cross", out.cross_details)):
-            details[kind] = {name: torch.stack([getattr(d, name)[0] for d in dets]).double().cpu().numpy()
-                             for name in ("q", "k", "v", "scores")}
+            details[kind] = {name: layer_stack([getattr(d, name) for d in dets]) for name in ("q", "k", "v", "scores")}
     return AttentionView(
         src_tokens=tok.token_strings(src_ids),
         tgt_tokens=tok.token_strings(tgt_ids),
         answer=answer,
-        encoder=_as_numpy(out.encoder_attention),
-        decoder=_as_numpy(out.decoder_attention),
-        cross=_as_numpy(out.cross_attention),
-        next_token_probs=out.logits[0].softmax(-1).double().cpu().numpy(),
+        encoder=layer_stack(out.encoder_attention),
+        decoder=layer_stack(out.decoder_attention),
+        cross=layer_stack(out.cross_attention),
+        next_token_probs=to_numpy(out.logits[0].softmax(-1)),
         vocab=tok.token_strings(range(tok.vocab_size)),
         details=details,
     )

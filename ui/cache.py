@@ -1,0 +1,43 @@
+"""The one cache for what the pages compute: ``st.cache_data`` over explain/'s functions.
+
+A page asks for a result through :func:`computed`, never by calling a model itself::
+
+    from explain.attention import attention_view
+    from ui.cache import computed
+
+    view = computed(attention_view, source, model=ckpt, scale_scores=False)
+
+The result is computed once per process for the same function, model and arguments and shared by
+every session (Streamlit hands each caller its own copy). The model enters the key as
+:func:`ui.models.model_key` (what the model *is*, not its name or its ``id()``), and the cache
+never holds the model itself, so a session's model can be freed when the session ends.
+Loaded models are cached separately, with ``st.cache_resource`` (:mod:`ui.models`).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, TypeVar
+
+import streamlit as st
+
+from ui.models import model_key
+
+R = TypeVar("R")
+MAX_ENTRIES = 512  # per process; a view of one sentence is at most a few hundred kB
+
+
+@st.cache_data(max_entries=MAX_ENTRIES, show_spinner=False)
+def _cached_call(function_name: str, key: str, args: tuple, kwargs: dict, _function: Callable, _model: Any) -> Any:
+    if _model is None:
+        return _function(*args, **kwargs)
+    return _function(_model, *args, **kwargs)
+
+
+def computed(function: Callable[..., R], *args: Any, model: Any = None, **kwargs: Any) -> R:
+    """``function(model, *args, **kwargs)`` (``function(*args, **kwargs)`` without a model), cached.
+
+    ``function`` must be a module-level function of explain/ whose result depends only on its
+    arguments; the arguments must be hashable by Streamlit (numbers, strings, tuples, arrays).
+    """
+    name = f"{function.__module__}.{function.__qualname__}"
+    key = model_key(model) if model is not None else ""
+    return _cached_call(name, key, args, kwargs, function, model)

@@ -1,0 +1,108 @@
+"""Widgets that more than one page draws: the sentence boxes, the batch's sentence picker,
+notices about typed text, and CSV downloads.
+
+Every widget that defines a view is bound to the URL (:func:`ui.url_state.bind`), so a teacher's
+link opens the same view. Labels and help texts come from the catalogs of the calling page.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import streamlit as st
+
+from explain.tasks import task_example
+from explain.text import MAX_CHARS, PreparedText, prepare_sentence
+from ui.i18n import t
+from ui.url_state import IntParam, TextParam, bind, clamp_state, markdown_literal
+
+DEFAULT_BATCH = "hello world\nattention is all you need\nhi!"
+BATCH_PARAM = TextParam("batch", default=DEFAULT_BATCH, max_len=2000)
+BATCH_KEY = "batch.text"
+SENTENCE_KEY = "batch.sentence"
+_SHARED_OWNER_KEY = "_widgets.page_of_shared"  # {widget key: page that drew it last}
+
+
+def char_limit(checkpoint: Any) -> int:
+    """Characters per sentence the pages accept: 48, or fewer if the model's positions run out first.
+
+    The decoder reads ``<bos>`` + the answer, so a sentence may use ``max_len - 1`` positions.
+    """
+    if checkpoint is None:
+        return MAX_CHARS
+    return max(1, min(MAX_CHARS, checkpoint.model.config.max_len - 1))
+
+
+def show_notices(prepared: PreparedText) -> None:
+    """One warning per notice about typed text (cut, unknown characters, empty)."""
+    for notice in prepared.notices:
+        values = {k: markdown_literal(v, 80) if isinstance(v, str) else v for k, v in notice.values.items()}
+        st.warning(t(notice.key, **values), icon=":material/warning:")
+
+
+def _follow_example(text_key: str, example: str) -> None:
+    """If another model was picked and the box still holds the previous model's example, put the
+    new example in it. Text the visitor typed is never replaced."""
+    state = st.session_state
+    seen_key, last_key = f"{text_key}._example", f"{text_key}._last"
+    previous = state.get(seen_key)
+    if previous is not None and previous != example and state.get(last_key, previous) == previous:
+        state[text_key] = example
+    state[seen_key] = example
+
+
+def sentence_input(checkpoint: Any, text_key: str, url_name: str) -> str | None:
+    """The one-sentence box of a page that runs the model: the model's example by default (and
+    again when another model is picked), bound to ``?<url_name>=``, cut to what the model takes,
+    with its notices shown. Returns the sentence, or None when there is nothing to run.
+
+    Its label and help are ``<page>.input_label`` / ``<page>.input_help``, ``<page>`` being the
+    first part of ``text_key`` (e.g. ``"attention.text"``).
+    """
+    page = text_key.split(".")[0]
+    example = task_example(checkpoint)
+    _follow_example(text_key, example)
+    text = st.text_input(t(f"{page}.input_label"), key=bind(TextParam(url_name, example, max_len=200), key=text_key),
+                         max_chars=200, help=t(f"{page}.input_help", example=example))
+    st.session_state[f"{text_key}._last"] = text
+    prepared = prepare_sentence(text, checkpoint.tokenizer,
+                                max_chars=min(MAX_CHARS, checkpoint.model.config.max_len))
+    show_notices(prepared)
+    return prepared.sentences[0] if prepared.sentences else None
+
+
+def _shared_key(param, key: str, page: str) -> str:
+    """``bind(param, key=key)`` for a widget that two pages create under the same key.
+
+    Streamlit gives each page's widget its own id, so on the first run after a switch the state
+    left by the other page's widget would not reach this one (it would start empty). Assigning
+    the value again in that run hands it over; later runs leave the widget alone.
+    """
+    bind(param, key=key)
+    owners = st.session_state.setdefault(_SHARED_OWNER_KEY, {})
+    if owners.get(key) != page:
+        st.session_state[key] = st.session_state[key]
+        owners[key] = page
+    return key
+
+
+def batch_input(label: str, help_text: str, page: str) -> str:
+    """The batch's text box (``?batch=``), shared by the tokens and masks pages (``page``: which)."""
+    return st.text_area(label, key=_shared_key(BATCH_PARAM, BATCH_KEY, page), max_chars=BATCH_PARAM.max_len,
+                        height=120, help=help_text)
+
+
+def sentence_picker(label: str, sentences: tuple[str, ...], option: str, page: str) -> int:
+    """Which sentence of the batch the page looks at (``?sent=``); ``option`` formats ``{n}``, ``{text}``.
+
+    Kept inside the batch when it shrinks; shared by the tokens and masks pages like :func:`batch_input`.
+    """
+    param = IntParam("sent", default=0, lo=0, hi=len(sentences) - 1)
+    clamp_state(SENTENCE_KEY, param.hi)
+    return st.selectbox(label, range(len(sentences)), key=_shared_key(param, SENTENCE_KEY, page),
+                        format_func=lambda n: option.format(n=n + 1, text=sentences[n]))
+
+
+def csv_download(label_key: str, make_csv: Callable[[], str], file_name: str, key: str) -> None:
+    """A button that downloads what ``make_csv()`` returns (computed only when clicked)."""
+    st.download_button(t(label_key), data=make_csv, file_name=file_name, mime="text/csv", key=key,
+                       on_click="ignore", icon=":material/download:")
