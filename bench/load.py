@@ -6,8 +6,8 @@ does (``BackMsg.rerun_script`` over ``ws://127.0.0.1:PORT/_stcore/stream``, subp
 ``streamlit``; ``ForwardMsg`` deltas back until ``script_finished``):
 
 * it opens the app (home, in English or, for every third session, with a Chinese browser locale);
-* on every page it gives the page's own view widget (:data:`PAGE_WIDGETS`, the same widgets as
-  ``bench/page_latency.py``) a random other value: the widget's id, kind, options and current
+* on every page it gives the page's own view widget (:data:`PAGE_WIDGETS`, one per page) a
+  random other value: the widget's id, kind, options and current
   value come from the page's deltas, and the rerun carries ``widget_states`` with the changed
   widget, and ``fragment_id`` when the widget's delta has one, as the browser does (the browser
   also repeats the values of the widgets left alone, which the server already holds; this client
@@ -78,7 +78,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 
-# The widget a visitor changes on each page, by URL path (as WIDGET_CHANGES in bench/page_latency.py).
+# The widget a visitor changes on each page, by URL path (one view control per page).
 PAGE_WIDGETS: dict[str, str] = {
     "": "lang",
     "tokens": "tokens.side",

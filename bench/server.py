@@ -39,8 +39,7 @@ def start_server(script: str | Path = "app.py", *, launcher: Sequence[str] = STR
                  new_session: bool = True) -> tuple[subprocess.Popen, str]:
     """``launcher + [script, server options]`` on a free port; ``(process, base URL)`` once healthy.
 
-    ``launcher`` is ``python -m streamlit run`` unless given (e.g. ``bench/timed_server.py``'s
-    command line); its output goes to ``log_path`` (default: discarded). ``new_session=False``
+    ``launcher`` is ``python -m streamlit run`` unless given; its output goes to ``log_path`` (default: discarded). ``new_session=False``
     keeps the server in the caller's process group (the tests: a Ctrl-C stops it too).
     """
     port = free_port()

@@ -1,0 +1,181 @@
+"""The app shell under AppTest: every page in both languages, the language and model from the URL and
+the sidebar, bad URL values, the tour's links, the model choice across pages."""
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app.apptest_helpers import clean, open_script, texts
+from ui import models
+from ui.i18n import LANGS, translate
+from ui.tour import TOUR, neighbours, stop
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def open_page(app, key: str, **kwargs) -> AppTest:
+    """Open page ``key`` in a fresh session, as a deep link would where AppTest can do that.
+
+    Before its first run AppTest finds a page by its file name, so a page whose URL path differs
+    from its file name (``positional-encoding``) is reached by running the default page first
+    and then switching, as a click in the sidebar would. The browser tests open every page by
+    its real deep link.
+    """
+    s = stop(key)
+    if s.is_default:
+        return clean(app(**kwargs).run())
+    return open_script(app, s.script, kwargs.get("query"), locale=kwargs.get("locale"),
+                       home_first=Path(s.script).stem != s.url_path)
+
+
+def titles(at: AppTest) -> list[str]:
+    return [e.value for e in at.title]
+
+
+def heading(key: str, lang: str) -> str:
+    """The h1 of page ``key``: its title, except on home, which shows the app's name."""
+    return translate("common.app_title" if key == "home" else f"{key}.title", lang)
+
+
+def toasts(at: AppTest) -> list[str]:
+    return texts(at.toast)
+
+
+def page_links(at: AppTest) -> list[tuple[str, str, str]]:
+    """``(label, url path, query string)`` of every page link on the page."""
+    return [(p.proto.label, p.proto.page, p.proto.query_string) for p in at.get("page_link")]
+
+
+# ------------------------------------------------------------------ every page, both languages
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("key", [s.key for s in TOUR])
+def test_every_page_runs_in_both_languages(app, key, lang):
+    at = open_page(app, key, query={"lang": lang})
+    assert titles(at)[0] == heading(key, lang)
+    assert at.query_params["lang"] in (lang, [lang])
+    assert at.radio(key="lang").value == lang
+    assert not toasts(at)
+
+
+@pytest.mark.parametrize("key", [s.key for s in TOUR])
+def test_every_page_runs_with_no_query_at_all(app, key):
+    at = open_page(app, key)
+    assert titles(at)[0] == heading(key, "en")
+
+
+@pytest.mark.parametrize(
+    ("locale", "expected"), [("zh-CN", "zh"), ("zh-Hant-TW", "zh"), ("en-GB", "en"), ("fr-FR", "en")]
+)
+def test_language_defaults_from_the_browser_locale(app, locale, expected):
+    at = clean(app(locale=locale).run())
+    assert at.radio(key="lang").value == expected
+    assert titles(at)[0] == heading("home", expected)
+
+
+def test_url_language_beats_browser_locale(app):
+    at = clean(app(query={"lang": "en"}, locale="zh-CN").run())
+    assert at.radio(key="lang").value == "en"
+
+
+# ------------------------------------------------------------------ malformed URL values
+
+
+@pytest.mark.parametrize("bad", ["fr", "", "ZH", "en<script>", "x" * 500])
+@pytest.mark.parametrize("key", ["home", "attention"])
+def test_bad_language_falls_back_with_a_notice(app, key, bad):
+    at = open_page(app, key, query={"lang": bad}, locale="zh-CN")
+    assert at.radio(key="lang").value == "zh"
+    assert at.query_params["lang"] in ("zh", ["zh"])
+    notices = toasts(at)
+    assert len(notices) == 1 and "lang" in notices[0]
+
+
+def test_bad_model_falls_back_with_a_notice(app):
+    at = clean(app(query={"model": "no-such-model", "lang": "en"}).run())
+    names = models.available_models()
+    notices = toasts(at)
+    assert len(notices) == 1 and "no-such-model" in notices[0].replace("\\", "")
+    if names:
+        assert at.selectbox(key="model").value == names[0]
+        assert at.query_params["model"] in (names[0], [names[0]])
+    else:
+        assert "model" not in at.query_params
+
+
+@pytest.mark.parametrize("name", models.shipped_models() or ["copy"])
+def test_model_from_the_url(app, name):
+    at = clean(app(query={"model": name}).run())
+    if name in models.available_models():
+        assert at.selectbox(key="model").value == name
+        assert not toasts(at)
+    else:  # no shipped checkpoint yet: a notice, not a crash
+        assert len(toasts(at)) == 1
+
+
+def test_unknown_query_keys_are_ignored(app):
+    at = clean(app(query={"utm_source": "mail", "lang": "en"}).run())
+    assert titles(at)[0] == heading("home", "en")
+
+
+# ------------------------------------------------------------------ state across pages
+
+
+def test_language_choice_survives_page_switches(app):
+    at = clean(app(query={"lang": "en"}).run())
+    clean(at.radio(key="lang").set_value("zh").run())
+    assert titles(at)[0] == heading("home", "zh")
+    assert at.query_params["lang"] in ("zh", ["zh"])
+    for s in TOUR[1:]:
+        clean(at.switch_page(s.script).run())
+        assert titles(at)[0] == heading(s.key, "zh")
+        assert at.radio(key="lang").value == "zh"
+
+
+def test_switch_page_walks_the_whole_tour_with_next_links(app):
+    at = clean(app(query={"lang": "zh"}).run())
+    for s in TOUR:
+        if not s.is_default:
+            clean(at.switch_page(s.script).run())
+        assert titles(at)[0] == heading(s.key, "zh")
+        previous, following = neighbours(s.key)
+        links = page_links(at)[-2:] if previous and following else page_links(at)[-1:]
+        expected = [x for x in (previous, following) if x is not None]
+        assert [path for _, path, _ in links] == [x.url_path for x in expected]
+        assert all(query == "lang=zh" or query.startswith("lang=zh&") for _, _, query in links)
+        if following is not None:
+            assert links[-1][0] == translate("common.nav.next", "zh", title=translate(following.title_key, "zh"))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_home_lists_the_tour_in_order(app, lang):
+    at = clean(app(query={"lang": lang}).run())
+    (element,) = at.get("bidi_component")  # the diagram and the tour: one element
+    markup = json.loads(element.proto.json)["html"]
+    tour = markup[markup.index('<ol class="tp-tour">'):]
+    assert re.findall(r'<a href="\./([^"]*)" data-page="([^"]+)">', tour) == [(s.url_path, s.key) for s in TOUR[1:]]
+    for n, s in enumerate(TOUR[1:], start=1):
+        assert f"{n}. {html.escape(translate(s.title_key, lang))}" in tour
+        assert html.escape(translate(f"home.tour.{s.key}", lang)) in tour
+    assert f"<h3>{html.escape(translate('home.diagram.heading', lang))}</h3>" in markup
+    assert (ROOT / "assets" / f"architecture_{lang}.svg").read_text(encoding="utf-8") in markup
+    assert at.info[0].value.startswith(f"**{translate('home.prereq.heading', lang)}**")
+
+
+# ------------------------------------------------------------------ the model, chosen in the URL and the sidebar
+
+def test_model_choice_from_url_and_sidebar(app, tiny_checkpoints):
+    assert models.available_models() == ["copy", "reverse", "sort"]
+    at = clean(app(query={"model": "reverse", "lang": "en"}).run())
+    assert at.selectbox(key="model").value == "reverse" and not toasts(at)
+    clean(at.selectbox(key="model").set_value("copy").run())
+    assert at.query_params["model"] in ("copy", ["copy"])
+    clean(at.switch_page("app_pages/attention.py").run())
+    assert at.selectbox(key="model").value == "copy"
+    assert at.query_params["model"] in ("copy", ["copy"])
