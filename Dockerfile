@@ -18,6 +18,8 @@ COPY --chown=app:app .streamlit/ .streamlit/
 COPY --chown=app:app app.py ./
 COPY --chown=app:app app_pages/ app_pages/
 COPY --chown=app:app ui/ ui/
+COPY --chown=app:app explain/ explain/
+COPY --chown=app:app figures/ figures/
 COPY --chown=app:app model/ model/
 COPY --chown=app:app assets/ assets/
 USER app
