@@ -17,7 +17,7 @@ from ui.tour import TOUR
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGS = load_catalogs()
-SOURCES = [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py")), *sorted((ROOT / "ui").glob("*.py"))]
+SOURCES = [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py")), *sorted((ROOT / "ui").rglob("*.py"))]
 
 
 def namespaces(lang: str) -> set[str]:
