@@ -2,226 +2,269 @@
 to the numbers inside one head, with statistics and switching heads off."""
 import streamlit as st
 
-from ui import attention_view as av
-from ui.figure_cache import cached_figure
-from ui.frozen_figure import FrozenFigure
-from ui.head_view import build_head_view_figure
+from explain.attention import (KINDS, AttentionView, HeadId, ablation_triples, all_heads, answer_ids, attention_csv,
+                               attention_maps, attention_view, blocked_cells, every_head_csv, format_probability,
+                               head_statistics, long_attention_csv, mean_peak, query_key_tokens, row_entropy,
+                               sequence_probability)
+from explain.tasks import expected_output
+from figures import attention as charts
+from figures.head_view import head_view_figure
+from ui.cache import computed
+from ui.head_set import HeadSetParam
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal
+from ui.widgets import csv_download, sentence_input
 
 SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
 SECTION = ChoiceParam("att_view", "overview", choices=SECTIONS)
-KIND = ChoiceParam("att_kind", "encoder", choices=av.KINDS)
+KIND = ChoiceParam("att_kind", "encoder", choices=KINDS)
 SCALE = BoolParam("att_scale", True)
 ALL_HEADS = BoolParam("att_all", True)
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
 
 
-def csv_button(label_key: str, make_csv, file_name: str, key: str) -> None:
-    st.download_button(t(label_key), data=make_csv, file_name=file_name, mime="text/csv", key=key,
-                       on_click="ignore", icon=":material/download:")
-
-
-def pick_from_grid() -> None:
-    """A click on a small map of the overview selects its layer and head."""
-    event = st.session_state.get("attention.grid")
-    points = event.selection.points if event else []
-    if points:
-        custom = points[0].get("customdata") or []
-        if len(custom) >= 5:
-            st.session_state["attention.layer"] = int(custom[3])
-            st.session_state["attention.head"] = int(custom[4])
+def view_of(ckpt, source: str, target: str | None = None, *, scale_scores: bool = True,
+            ablate_heads: tuple[tuple[str, int, int], ...] = (), need_details: bool = False) -> AttentionView:
+    """The forward pass of ``source`` (and ``target``; default: the model's answer), cached."""
+    return computed(attention_view, source, target, model=ckpt, scale_scores=scale_scores,
+                    ablate_heads=ablate_heads, need_details=need_details)
 
 
 def weight_hover() -> str:
     return f"{t('attention.query')} %{{y}} → {t('attention.key')} %{{x}}: %{{z:.3f}}"
 
 
-def overview_grid(view, kind: str) -> None:
-    """Every head as a small map (outside the head fragment: picking a head does not re-send it)."""
-    maps = av.attention_maps(view, kind)
-    queries, keys = av.query_key_tokens(view, kind)
+def answer_and_check(ckpt, source: str, answer: str) -> None:
+    """The model's answer, and whether the task says it is right."""
+    expected = expected_output(ckpt, source)
+    answer_col, check_col = st.columns([3, 2])
+    with answer_col:
+        st.markdown(t("attention.answer_label"))
+        st.code(answer or " ", language=None)
+    with check_col:
+        if expected is None:
+            st.caption(t("attention.no_expected"))
+        elif expected == answer:
+            st.success(t("attention.correct"), icon=":material/check:")
+        else:
+            st.warning(t("attention.expected", expected=markdown_literal(expected, limit=60)),
+                       icon=":material/close:")
+
+
+# ------------------------------------------------------------------ every head at once
+
+
+def pick_from_grid() -> None:
+    """A click on a small map of the overview selects its layer and head."""
+    event = st.session_state.get("attention.grid")
+    points = event.selection.points if event else []
+    picked = charts.picked_head(points[0]) if points else None
+    if picked is not None:
+        st.session_state["attention.layer"], st.session_state["attention.head"] = picked
+
+
+def overview_grid(view: AttentionView, kind: str) -> None:
+    """Every head as a small map; a click on one picks it for the zoom below."""
+    maps = attention_maps(view, kind)
+    queries, keys = query_key_tokens(view, kind)
     L, H = maps.shape[:2]
-    titles = tuple(t("attention.grid.subplot", layer=l, head=h) for l in range(1, L + 1) for h in range(1, H + 1))
-    hover = (f"{t('attention.grid.subplot', layer='{layer}', head='{head}')}<br>{t('attention.query')} "
-             f"%{{customdata[0]}} → {t('attention.key')} %{{customdata[1]}}: %{{customdata[2]:.3f}}")
+    titles = [t("attention.grid.subplot", layer=layer, head=head) for layer in range(1, L + 1)
+              for head in range(1, H + 1)]
     st.caption(t("attention.grid.caption") + " " + t(f"attention.zoom.reading_{kind}"))
-    grid = cached_figure(av.build_grid_figure, maps, queries, keys, titles=titles, hover=hover)
+    grid = charts.grid_figure(maps, queries, keys, titles=titles, hover=weight_hover())
     st.plotly_chart(grid, key="attention.grid", on_select=pick_from_grid, selection_mode="points",
                     config=PLOT_CONFIG)
-    csv_button("attention.export_all", lambda: av.every_head_csv(maps, queries, keys),
-               f"attention_{kind}_every_head.csv", "attention.export_grid")
+    csv_download("attention.export_all", lambda: every_head_csv(maps, queries, keys),
+                 f"attention_{kind}_every_head.csv", "attention.export_grid")
 
 
-def overview(view, kind: str, layer: int, head: int, drawn: dict[tuple[int, int], FrozenFigure]) -> None:
-    """The chosen head, large (its numbers are in the grid's CSV, above). ``drawn`` keeps each head's
-    figure for the fragment's own reruns (a new dict on every full run: the view, kind and language
-    hold until then), so going back and forth between heads costs no translating or figure lookup."""
-    if (layer, head) not in drawn:
-        maps = av.attention_maps(view, kind)
-        queries, keys = av.query_key_tokens(view, kind)
-        title = t("attention.zoom.title", kind=t(f"attention.kind.{kind}"), layer=layer, head=head)
-        drawn[layer, head] = cached_figure(
-            av.build_zoom_figure, maps[layer - 1, head - 1], queries, keys,
-            blocked=av.blocked_cells(kind, len(queries), len(keys)), title=title,
-            x_title=t("attention.key_axis"), y_title=t("attention.query_axis"), hover=weight_hover())
-    st.plotly_chart(drawn[layer, head], key="attention.zoom", config=PLOT_CONFIG)
+# ------------------------------------------------------------------ one layer, one head
 
 
-def head_view(view, kind: str, layer: int, head: int) -> None:
-    maps = av.attention_maps(view, kind)
-    queries, keys = av.query_key_tokens(view, kind)
-    H = maps.shape[1]
+@st.fragment
+def one_head(ckpt, source: str, base: AttentionView, section: str, kind: str) -> None:
+    """The layer and head controls and the section that shows that head. A fragment: picking
+    another layer or head redraws only this, not the overview grid above it."""
+    cfg = ckpt.model.config
+    layer = st.segmented_control(t("attention.layer"), list(range(1, cfg.n_layers + 1)), required=True,
+                                 key=bind(IntParam("att_layer", 1, lo=1, hi=cfg.n_layers), key="attention.layer"))
+    head = st.segmented_control(t("attention.head"), list(range(1, cfg.n_heads + 1)), required=True,
+                                key=bind(IntParam("att_head", 1, lo=1, hi=cfg.n_heads), key="attention.head"))
+    if section == "overview":
+        zoom(base, kind, layer, head)
+    elif section == "heads":
+        head_view(base, kind, layer, head)
+    else:
+        inside(ckpt, source, base.answer, kind, layer, head)
+
+
+def zoom(view: AttentionView, kind: str, layer: int, head: int) -> None:
+    """The chosen head, large (its numbers are in the grid's CSV, above)."""
+    weights = attention_maps(view, kind)[layer - 1, head - 1]
+    queries, keys = query_key_tokens(view, kind)
+    title = t("attention.zoom.title", kind=t(f"attention.kind.{kind}"), layer=layer, head=head)
+    fig = charts.zoom_figure(weights, queries, keys, blocked=blocked_cells(kind, len(queries), len(keys)),
+                             title=title, x_title=t("attention.key_axis"), y_title=t("attention.query_axis"),
+                             hover=weight_hover())
+    st.plotly_chart(fig, key="attention.zoom", config=PLOT_CONFIG)
+
+
+def head_view(view: AttentionView, kind: str, layer: int, head: int) -> None:
+    """Lines from queries to keys for every head of the layer (or only the chosen one)."""
+    maps = attention_maps(view, kind)[layer - 1]
+    queries, keys = query_key_tokens(view, kind)
     every = st.toggle(t("attention.heads.all"), key=bind(ALL_HEADS, key="attention.all_heads"),
                       help=t("attention.heads.all_help"))
-    heads = tuple(range(1, H + 1)) if every else (head,)
+    heads = tuple(range(1, maps.shape[0] + 1)) if every else (head,)
     st.caption(t("attention.heads.caption", layer=layer))
-    fig = cached_figure(build_head_view_figure, maps[layer - 1], queries, keys, heads=heads,
-                        head_label=t("attention.head"), column_titles=(t("attention.queries"), t("attention.keys")),
-                        query_hover="%{customdata}")
+    fig = head_view_figure(maps, queries, keys, heads=heads, head_label=t("attention.head"),
+                           column_titles=(t("attention.queries"), t("attention.keys")), query_hover="%{customdata}")
     st.plotly_chart(fig, key="attention.head_view", config=PLOT_CONFIG)
-    csv_button("attention.export", lambda: av.long_attention_csv(maps[layer - 1], queries, keys, heads, layer),
-               f"attention_{kind}_L{layer}_heads.csv", "attention.export_heads")
+    csv_download("attention.export", lambda: long_attention_csv(maps, queries, keys, heads, layer),
+                 f"attention_{kind}_L{layer}_heads.csv", "attention.export_heads")
 
 
-def inside(ckpt, key, source: str, answer: str, kind: str, layer: int, head: int) -> None:
+def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> None:
+    """Q, K, V, the scores and the weights of one head, with or without the √d_k scaling."""
     scale = st.toggle(t("attention.inside.scale"), key=bind(SCALE, key="attention.scale"),
                       help=t("attention.inside.scale_help"))
-    view = av.cached_view(ckpt, key, source, answer, scale_scores=scale, need_details=True)
-    other = av.cached_view(ckpt, key, source, answer, scale_scores=not scale)
+    view = view_of(ckpt, source, answer, scale_scores=scale, need_details=True)
+    other = view_of(ckpt, source, answer, scale_scores=not scale)
     details = view.details[kind]
-    queries, keys = av.query_key_tokens(view, kind)
-    q, k, v = (details[name][layer - 1, head - 1] for name in ("q", "k", "v"))
-    scores = details["scores"][layer - 1, head - 1]
-    weights = av.attention_maps(view, kind)[layer - 1, head - 1]
-    other_weights = av.attention_maps(other, kind)[layer - 1, head - 1]
+    queries, keys = query_key_tokens(view, kind)
+    q, k, v, scores = (details[name][layer - 1, head - 1] for name in ("q", "k", "v", "scores"))
+    weights = attention_maps(view, kind)[layer - 1, head - 1]
+    other_weights = attention_maps(other, kind)[layer - 1, head - 1]
+    blocked = blocked_cells(kind, len(queries), len(keys))
     d_k = q.shape[-1]
 
     st.markdown(t("attention.inside.shapes", tq=len(queries), tk=len(keys), d_k=d_k, sqrt=f"{d_k ** 0.5:.2f}"))
-    vec_hover = f"%{{customdata}} · {t('attention.inside.dimension')} %{{x}}: %{{z:.3f}}"
-    vectors = cached_figure(av.build_vectors_figure, q, k, v, queries, keys,
-                            titles=(t("attention.inside.q"), t("attention.inside.k"), t("attention.inside.v")),
-                            x_title=t("attention.inside.dimension"), hover=vec_hover)
+    vectors = charts.vectors_figure(
+        q, k, v, queries, keys, titles=(t("attention.inside.q"), t("attention.inside.k"), t("attention.inside.v")),
+        x_title=t("attention.inside.dimension"),
+        hover=f"%{{y}} · {t('attention.inside.dimension')} %{{x}}: %{{z:.3f}}")
     st.plotly_chart(vectors, key="attention.vectors", config=PLOT_CONFIG)
-    blocked = av.blocked_cells(kind, len(queries), len(keys))
-    scores_title = t("attention.inside.scores_scaled" if scale else "attention.inside.scores_raw")
-    score_fig = cached_figure(av.build_scores_figure, scores, queries, keys, blocked=blocked, title=scores_title,
-                              x_title=t("attention.key_axis"), y_title=t("attention.query_axis"),
-                              hover=f"{t('attention.query')} %{{y}} → {t('attention.key')} %{{x}}: %{{z:.2f}}")
+    score_fig = charts.scores_figure(
+        scores, queries, keys, blocked=blocked,
+        title=t("attention.inside.scores_scaled" if scale else "attention.inside.scores_raw"),
+        x_title=t("attention.key_axis"), y_title=t("attention.query_axis"),
+        hover=f"{t('attention.query')} %{{y}} → {t('attention.key')} %{{x}}: %{{z:.2f}}")
     st.plotly_chart(score_fig, key="attention.scores", config=PLOT_CONFIG)
     if blocked is not None:
         st.caption(t("attention.inside.masked_note"))
-    entropy_now = float(av.row_entropy(weights).mean())
-    entropy_other = float(av.row_entropy(other_weights).mean())
-    col1, col2 = st.columns(2)
-    col1.metric(t("attention.inside.entropy_metric"), f"{entropy_now:.2f}",
-                delta=f"{entropy_now - entropy_other:+.2f}", delta_color="off",
-                help=t("attention.inside.entropy_help"))
-    col2.metric(t("attention.inside.peak_metric"), f"{float(weights.max(axis=-1).mean()):.2f}",
-                delta=f"{float(weights.max(axis=-1).mean() - other_weights.max(axis=-1).mean()):+.2f}",
-                delta_color="off", help=t("attention.inside.peak_help"))
+    sharpness(weights, other_weights)
     st.caption(t("attention.inside.compare_scaled" if scale else "attention.inside.compare_raw"))
-    weights_fig = cached_figure(
-        av.build_weights_entropy_figure, weights, queries, keys, blocked=blocked,
+    weights_fig = charts.weights_entropy_figure(
+        weights, queries, keys, row_entropy(weights), blocked=blocked,
         titles=(t("attention.inside.weights"), t("attention.inside.entropy")), x_title=t("attention.key_axis"),
         y_title=t("attention.query_axis"), entropy_title=t("attention.inside.bits"), hover=weight_hover(),
-        entropy_hover=f"%{{customdata}}: %{{x:.2f}} {t('attention.inside.bits')}")
+        entropy_hover=f"%{{y}}: %{{x:.2f}} {t('attention.inside.bits')}")
     st.plotly_chart(weights_fig, key="attention.weights", config=PLOT_CONFIG)
     if not scale:
         st.info(t("attention.inside.raw_answer", answer=markdown_literal(view.answer, limit=60)),
                 icon=":material/science:")
-    csv_button("attention.export", lambda: av.attention_csv(weights, queries, keys),
-               f"attention_{kind}_L{layer}_H{head}_{'scaled' if scale else 'unscaled'}.csv",
-               "attention.export_inside")
+    csv_download("attention.export", lambda: attention_csv(weights, queries, keys),
+                 f"attention_{kind}_L{layer}_H{head}_{'scaled' if scale else 'unscaled'}.csv",
+                 "attention.export_inside")
 
 
-def statistics(view, kind: str) -> None:
-    stats = av.head_statistics(av.attention_maps(view, kind))
+def sharpness(weights, other_weights) -> None:
+    """Mean row entropy and mean largest weight of the head, against the other scaling's."""
+    entropy_now, entropy_other = float(row_entropy(weights).mean()), float(row_entropy(other_weights).mean())
+    peak_now, peak_other = mean_peak(weights), mean_peak(other_weights)
+    col1, col2 = st.columns(2)
+    col1.metric(t("attention.inside.entropy_metric"), f"{entropy_now:.2f}", delta=f"{entropy_now - entropy_other:+.2f}",
+                delta_color="off", help=t("attention.inside.entropy_help"))
+    col2.metric(t("attention.inside.peak_metric"), f"{peak_now:.2f}", delta=f"{peak_now - peak_other:+.2f}",
+                delta_color="off", help=t("attention.inside.peak_help"))
+
+
+# ------------------------------------------------------------------ statistics, switching heads off
+
+
+def statistics(view: AttentionView, kind: str) -> None:
+    stats = head_statistics(attention_maps(view, kind))
     st.caption(t("attention.stats.caption"))
     columns = {name: t(f"attention.stats.col_{name}") for name in stats.columns}
     st.dataframe(stats.rename(columns=columns), hide_index=True, width="stretch")
     hover = (f"{t('attention.layer')} %{{customdata[0]}} · {t('attention.head')} %{{customdata[1]}}<br>"
              f"{t('attention.stats.col_distance')}: %{{x:.2f}}<br>{t('attention.stats.col_entropy')}: %{{y:.2f}}<br>"
              f"{t('attention.stats.col_diagonal')}: %{{customdata[2]:.2f}}")
-    chart = cached_figure(av.build_stats_figure, stats, x_title=t("attention.stats.col_distance"),
-                          y_title=t("attention.stats.col_entropy"), layer_label=t("attention.layer"), hover=hover)
+    chart = charts.stats_figure(stats, x_title=t("attention.stats.col_distance"),
+                                y_title=t("attention.stats.col_entropy"), layer_label=t("attention.layer"),
+                                hover=hover)
     st.plotly_chart(chart, key="attention.stats_chart", config=PLOT_CONFIG)
     st.caption(t("attention.stats.legend"))
 
 
-def ablation(ckpt, key, source: str, base) -> None:
+def heads_to_switch_off(ckpt) -> list[str]:
+    """The multiselect of heads (``?att_off=``): their codes, e.g. ``["enc-1-2"]``."""
     cfg = ckpt.model.config
-    codes = av.all_heads(cfg.n_layers, cfg.n_heads)
-    param = av.HeadSetParam("att_off", default=[], choices=tuple(codes))
+    codes = all_heads(cfg.n_layers, cfg.n_heads)
 
     def label(code: str) -> str:
-        head = av.HeadId.parse(code)
+        head = HeadId.parse(code)
         return t("attention.ablation.option", kind=t(f"attention.kind.{head.kind}"), layer=head.layer, head=head.head)
 
-    off = st.multiselect(t("attention.ablation.label"), codes, format_func=label,
-                         key=bind(param, key="attention.ablate"), placeholder=t("attention.ablation.placeholder"),
-                         help=t("attention.ablation.help"))
-    ids = av.answer_ids(ckpt.tokenizer, base.answer)
-    p_base, per_base = av.sequence_probability(base, ids)
+    param = HeadSetParam("att_off", default=[], choices=tuple(codes))
+    return st.multiselect(t("attention.ablation.label"), codes, format_func=label,
+                          key=bind(param, key="attention.ablate"), placeholder=t("attention.ablation.placeholder"),
+                          help=t("attention.ablation.help"))
+
+
+def ablation(ckpt, source: str, base: AttentionView) -> None:
+    """The answer with every head on, next to the answer with the chosen heads off."""
+    off = heads_to_switch_off(ckpt)
+    ids = answer_ids(ckpt.tokenizer, base.answer)
+    p_base, per_base = sequence_probability(base, ids)
     left, right = st.columns(2)
     with left, st.container(border=True):
         st.markdown(f"**{t('attention.ablation.all_on')}**")
         st.code(base.answer or " ", language=None)
-        st.metric(t("attention.ablation.probability"), av.format_probability(p_base))
+        st.metric(t("attention.ablation.probability"), format_probability(p_base))
     if not off:
         right.info(t("attention.ablation.none"), icon=":material/touch_app:")
         return
-    triples = av.ablation_triples(off)
-    same = av.cached_view(ckpt, key, source, base.answer, ablate=triples)
-    own = av.cached_view(ckpt, key, source, None, ablate=triples)
-    p_same, per_same = av.sequence_probability(same, ids)
-    p_own, _ = av.sequence_probability(own, av.answer_ids(ckpt.tokenizer, own.answer))
+    triples = ablation_triples(off)
+    same = view_of(ckpt, source, base.answer, ablate_heads=triples)
+    own = view_of(ckpt, source, ablate_heads=triples)
+    p_same, per_same = sequence_probability(same, ids)
+    p_own, _ = sequence_probability(own, answer_ids(ckpt.tokenizer, own.answer))
     with right, st.container(border=True):
         st.markdown(f"**{t('attention.ablation.some_off', count=len(off))}**")
         st.code(own.answer or " ", language=None)
-        st.metric(t("attention.ablation.probability_same"), av.format_probability(p_same),
-                  delta=av.format_probability(p_same - p_base, sign=True))
-        st.caption(t("attention.ablation.own", p=av.format_probability(p_own)))
+        st.metric(t("attention.ablation.probability_same"), format_probability(p_same),
+                  delta=format_probability(p_same - p_base, sign=True))
+        st.caption(t("attention.ablation.own", p=format_probability(p_own)))
     if own.answer == base.answer:
         st.success(t("attention.ablation.same_answer"), icon=":material/check_circle:")
     else:
         st.warning(t("attention.ablation.changed_answer"), icon=":material/swap_horiz:")
     names = (t("attention.ablation.all_on"), t("attention.ablation.some_off", count=len(off)))
-    chart = cached_figure(av.build_ablation_figure, ckpt.tokenizer.token_strings(ids), per_base, per_same,
-                          names=names, x_title=t("attention.ablation.x_title"), y_title=t("attention.ablation.y_title"),
-                          hover="%{x}: %{y:.3f}")
+    chart = charts.ablation_figure(ckpt.tokenizer.token_strings(ids), per_base, per_same, names=names,
+                                   x_title=t("attention.ablation.x_title"), y_title=t("attention.ablation.y_title"),
+                                   hover="%{x}: %{y:.3f}")
     st.plotly_chart(chart, key="attention.ablation_chart", config=PLOT_CONFIG)
 
 
+# ------------------------------------------------------------------ the page
+
+
 def explorer(ckpt) -> None:
-    key = av.model_key(ckpt)
-    source = av.sentence_input(ckpt, "attention.text", "att_text")
+    source = sentence_input(ckpt, "attention.text", "att_text")
     if source is None:
         return
-    base = av.cached_view(ckpt, key, source)
-    expected = av.task_target(ckpt, source)
-    answer_col, check_col = st.columns([3, 2])
-    with answer_col:
-        st.markdown(t("attention.answer_label"))
-        st.code(base.answer or " ", language=None)
-    with check_col:
-        if expected is None:
-            st.caption(t("attention.no_expected"))
-        elif expected == base.answer:
-            st.success(t("attention.correct"), icon=":material/check:")
-        else:
-            st.warning(t("attention.expected", expected=markdown_literal(expected, limit=60)),
-                       icon=":material/close:")
-
+    base = view_of(ckpt, source)
+    answer_and_check(ckpt, source, base.answer)
     section = st.segmented_control(t("attention.section_label"), SECTIONS, required=True,
                                    format_func=lambda s: t(f"attention.section.{s}"),
                                    key=bind(SECTION, key="attention.section"))
     if section == "ablation":
-        ablation(ckpt, key, source, base)
+        ablation(ckpt, source, base)
         return
-    kind = st.segmented_control(t("attention.kind_label"), av.KINDS, required=True,
+    kind = st.segmented_control(t("attention.kind_label"), KINDS, required=True,
                                 format_func=lambda k: t(f"attention.kind.{k}"), key=bind(KIND, key="attention.kind"),
                                 help=t("attention.kind_help"))
     st.caption(t(f"attention.kind_about.{kind}"))
@@ -230,32 +273,7 @@ def explorer(ckpt) -> None:
         return
     if section == "overview":
         overview_grid(base, kind)
-    one_head(ckpt, key, source, base, section, kind, {})
-
-
-@st.fragment
-def one_head(ckpt, key, source: str, base, section: str, kind: str, drawn: dict) -> None:
-    """The layer, then the head and the section that shows them. A fragment: picking another layer
-    reruns only this, and it draws as few elements as it can (each costs the server a message)."""
-    cfg = ckpt.model.config
-    layer = st.segmented_control(t("attention.layer"), list(range(1, cfg.n_layers + 1)), required=True,
-                                 key=bind(IntParam("att_layer", 1, lo=1, hi=cfg.n_layers), key="attention.layer"))
-    head_section(ckpt, key, source, base, section, kind, layer, drawn)
-
-
-@st.fragment
-def head_section(ckpt, key, source: str, base, section: str, kind: str, layer: int, drawn: dict) -> None:
-    """The head and the section that shows it: a fragment inside the layer's, so picking another head
-    (what a class does most) reruns only the head's control and its pictures."""
-    cfg = ckpt.model.config
-    head = st.segmented_control(t("attention.head"), list(range(1, cfg.n_heads + 1)), required=True,
-                                key=bind(IntParam("att_head", 1, lo=1, hi=cfg.n_heads), key="attention.head"))
-    if section == "overview":
-        overview(base, kind, layer, head, drawn)
-    elif section == "heads":
-        head_view(base, kind, layer, head)
-    else:
-        inside(ckpt, key, source, base.answer, kind, layer, head)
+    one_head(ckpt, source, base, section, kind)
 
 
 st.title(t("attention.title"))

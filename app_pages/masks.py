@@ -1,134 +1,156 @@
 """Masks: which position may attend to which, and what switching a mask off does to real attention."""
+from typing import Sequence
+
 import streamlit as st
 
-from ui import masks_view as mv
-from ui import tokens_view as tv
-from ui.frozen_figure import FrozenFigure
+from explain.masks import (KINDS, HeadMap, PairTokens, flipped, head_map, leak_share, mask_set, masked_attention,
+                           pair_tokens, row_steps, seed_example)
+from explain.text import MAX_LINES, prepare_sentences
+from explain.tokens import batch_of, fallback_tokenizer
+from figures.heatmap import bool_matrix
+from figures.labels import display_token
+from figures.masks import attention_map, row_bars
+from ui.cache import computed
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import link, tour_links
-from explain.text import MAX_LINES, prepare_sentences
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
+from ui.widgets import batch_input, char_limit, sentence_picker, show_notices
 
 SECTIONS = ("matrices", "printout", "effect", "row")
 SECTION = ChoiceParam("mask_view", default="matrices", choices=SECTIONS)
-
 PADDING = BoolParam("mask_pad", default=True)
 LOOK_AHEAD = BoolParam("mask_ahead", default=True)
-KIND = ChoiceParam("mask_kind", default="decoder", choices=mv.KINDS)
+KIND = ChoiceParam("mask_kind", default="decoder", choices=KINDS)
+MATRICES = ("padding", "look_ahead", "combined")
+ROW_STEPS = ("raw", "masked", "weights")
 
 
-SWITCHES_KEY = "masks.switches"
-SWITCH_KEYS = {"padding": "masks.padding", "look_ahead": "masks.look_ahead"}  # each: a bool, bound to the URL
-SWITCHES: tuple[str, ...] = tuple(SWITCH_KEYS)  # the pills, in this order
-
-
-def _switched() -> None:
-    on = st.session_state.get(SWITCHES_KEY) or []
-    for name, key in SWITCH_KEYS.items():
-        st.session_state[key] = name in on
-
-
-def switches(drawn: dict) -> tuple[bool, bool]:
-    """The padding and look-ahead switches, as two pills in one element (inside the fragment: flipping
-    one reruns only it, and one element is one message fewer on every flip). Each switch keeps its
-    own URL value (``?mask_pad=``, ``?mask_ahead=``) and session value; the pills show them."""
-    use_padding = st.session_state[bind(PADDING, key=SWITCH_KEYS["padding"])]
-    use_look_ahead = st.session_state[bind(LOOK_AHEAD, key=SWITCH_KEYS["look_ahead"])]
-    st.session_state[SWITCHES_KEY] = [name for name, on in zip(SWITCHES, (use_padding, use_look_ahead)) if on]
-    if "switches" not in drawn:
-        names = {name: t(f"masks.{name}_switch") for name in SWITCHES}
-        drawn["switches"] = (t("masks.switches"), names, "\n\n".join(
-            f"**{names[name]}**: {t(f'masks.{name}_help')}" for name in SWITCHES))
-    label, names, help_text = drawn["switches"]
-    st.pills(label, SWITCHES, selection_mode="multi", key=SWITCHES_KEY, on_change=_switched,
-             format_func=names.__getitem__, help=help_text)
+def mask_switches() -> tuple[bool, bool]:
+    """The padding and look-ahead switches, side by side: ``(use_padding, use_look_ahead)``.
+    Each is its own toggle, bound to its own URL value (``?mask_pad=``, ``?mask_ahead=``)."""
+    with st.container(horizontal=True):
+        use_padding = st.toggle(t("masks.padding_switch"), key=bind(PADDING, key="masks.padding"),
+                                help=t("masks.padding_help"))
+        use_look_ahead = st.toggle(t("masks.look_ahead_switch"), key=bind(LOOK_AHEAD, key="masks.look_ahead"),
+                                   help=t("masks.look_ahead_help"))
     return use_padding, use_look_ahead
 
 
+def matrices_section(pair: PairTokens, pad_id: int, use_padding: bool, use_look_ahead: bool) -> None:
+    """The padding, look-ahead and combined masks as True/False matrices, side by side."""
+    masks = computed(mask_set, pair.src_ids, pair.tgt_ids, pad_id, use_padding, use_look_ahead)
+    off = t("masks.matrices.off")
+    titles = {"padding": t("masks.matrices.padding") + ("" if use_padding else off),
+              "look_ahead": t("masks.matrices.look_ahead") + ("" if use_look_ahead else off),
+              "combined": t("masks.matrices.combined")}
+    for column, name in zip(st.columns(3), MATRICES):
+        tokens = pair.src_tokens if name == "padding" else pair.tgt_tokens
+        column.plotly_chart(bool_matrix(getattr(masks, name), tokens, tokens, title=titles[name],
+                                        true_text=t("masks.matrices.true"), false_text=t("masks.matrices.false"),
+                                        x_title=t("masks.key"), y_title=t("masks.query"),
+                                        hover=t("masks.matrices.hover")),
+                            key=f"masks.matrix.{name}")
+
+
+def printout_section(pair: PairTokens, pad_id: int, use_padding: bool, use_look_ahead: bool) -> None:
+    """The three masks as PyTorch prints the tensors the model builds."""
+    masks = computed(mask_set, pair.src_ids, pair.tgt_ids, pad_id, use_padding, use_look_ahead)
+    for name in MATRICES:
+        st.markdown(f"**{t(f'masks.printout.{name}')}**")
+        st.code(masks.printouts[name], language="python")
+
+
+def effect_notes(kind: str, switch_on: bool, maps: list[HeadMap], real: Sequence[bool]) -> list[str]:
+    """What the switched and the flipped map of ``kind`` show: nothing to hide, hidden exactly, or
+    how much leaked (``real``: which queries are real tokens, (T,))."""
+    if not maps[0].hideable.any():
+        return [t(f"masks.effect.{kind}_nothing")]  # the same words for both maps
+    return [t(f"masks.effect.{kind}_on_caption") if on else
+            t(f"masks.effect.{kind}_off_caption", share=f"{leak_share(m.weights, m.hideable, real):.1%}")
+            for m, on in zip(maps, (switch_on, not switch_on))]
+
+
+def effect_section(ckpt, pair: PairTokens, layer: int, head: int, use_padding: bool, use_look_ahead: bool) -> None:
+    """Encoder (top) and decoder (bottom) self-attention of one head, each with its mask as
+    switched (left) and flipped (right); then what each map shows."""
+    on_off = {True: t("masks.effect.on"), False: t("masks.effect.off")}
+    notes = []
+    for kind in KINDS:
+        switch_on = use_padding if kind == "encoder" else use_look_ahead
+        runs = ((use_padding, use_look_ahead), flipped(kind, use_padding, use_look_ahead))
+        maps = [head_map(computed(masked_attention, pair.src_ids, pair.tgt_ids, *run, model=ckpt),
+                         kind, layer, head) for run in runs]
+        title = t(f"masks.effect.{kind}_title", state=on_off[switch_on])
+        flipped_title = t(f"masks.effect.{kind}_title", state=on_off[not switch_on])
+        titles = (title, t("masks.effect.flipped", title=flipped_title))
+        for n, (column, m, map_title) in enumerate(zip(st.columns(2), maps, titles)):
+            column.plotly_chart(attention_map(m.weights, m.mask, m.leaks, pair.tokens(kind), title=map_title,
+                                              x_title=t("masks.key"), y_title=t("masks.query")),
+                                key=f"masks.effect.{kind}.{n}")
+        notes += effect_notes(kind, switch_on, maps, pair.real(kind))
+    st.caption("  \n".join(notes))
+
+
+def row_section(ckpt, pair: PairTokens, kind: str, layer: int, head: int, query: int, use_padding: bool,
+                use_look_ahead: bool) -> None:
+    """One query row from scores to weights, as three bar charts side by side."""
+    attention = computed(masked_attention, pair.src_ids, pair.tgt_ids, use_padding, use_look_ahead, model=ckpt)
+    steps = row_steps(attention, kind, layer, head, query)
+    figures = row_bars(steps.raw, steps.weights, steps.allowed, pair.tokens(kind),
+                       titles=tuple(t(f"masks.row.{name}") for name in ROW_STEPS), x_title=t("masks.key"),
+                       minus_inf="−∞")
+    for column, name, fig in zip(st.columns(3), ROW_STEPS, figures):
+        column.plotly_chart(fig, key=f"masks.row.{name}")
+
+
 @st.fragment
-def masks_view(section: str, ckpt, tokenizer, pair: "mv.PairTokens", layer: int, head: int, kind: str,
-               query: int, drawn: dict) -> None:
-    """The switches and the chosen section's picture. A fragment that draws as few elements as it can
-    (each costs the server a message): flipping a switch reruns only this.
-
-    ``drawn`` is a new dict on every full run (the section, sentence, layer, head and language hold
-    until then), kept through the fragment's own reruns: the switches' words and each pair of switch
-    values' picture, made the first time they are shown, so flipping back and forth costs no
-    translating or figure lookup."""
-    use_padding, use_look_ahead = switches(drawn)
-    if section == "printout":
-        masks = mv.cached_mask_set(pair.src_ids, pair.tgt_ids, tokenizer.pad_id, use_padding, use_look_ahead)
-        for name in ("padding", "look_ahead", "combined"):
-            st.markdown(f"**{t(f'masks.printout.{name}')}**")
-            st.code(masks.printouts[name], language="python")
-        return
-    if (use_padding, use_look_ahead) not in drawn:
-        drawn[use_padding, use_look_ahead] = section_picture(section, ckpt, pair, layer, head, kind, query,
-                                                             use_padding, use_look_ahead)
-    figure, chart_key, caption = drawn[use_padding, use_look_ahead]
-    st.plotly_chart(figure, key=chart_key)
-    if caption is not None:
-        st.caption(caption)
-
-
-def section_picture(section: str, ckpt, pair: "mv.PairTokens", layer: int, head: int, kind: str, query: int,
-                    use_padding: bool, use_look_ahead: bool) -> tuple[FrozenFigure, str, str | None]:
-    """``(figure, its element key, caption or None)`` of a picture section for these switch values."""
+def mask_view(section: str, ckpt, pad_id: int, pair: PairTokens, layer: int, head: int, kind: str,
+              query: int) -> None:
+    """The switches and the picture they drive: flipping a switch reruns only this."""
+    use_padding, use_look_ahead = mask_switches()
     if section == "matrices":
-        off = t("masks.matrices.off")
-        return mv.matrices_figure(
-            pair.src_tokens, pair.tgt_tokens, pair.src_ids, pair.tgt_ids, use_padding, use_look_ahead,
-            (t("masks.matrices.padding") + ("" if use_padding else off),
-             t("masks.matrices.look_ahead") + ("" if use_look_ahead else off),
-             t("masks.matrices.combined"), t("masks.matrices.true"), t("masks.matrices.false"),
-             t("masks.key"), t("masks.query"), t("masks.matrices.hover"))), "masks.matrices", None
-    if section == "effect":
-        on_off = {True: t("masks.effect.on"), False: t("masks.effect.off")}
-        titles = []
-        for kind_ in mv.KINDS:
-            switch = use_padding if kind_ == "encoder" else use_look_ahead
-            title = t(f"masks.effect.{kind_}_title", state=on_off[switch])
-            titles += [title, t("masks.effect.flipped", title=t(f"masks.effect.{kind_}_title",
-                                                                  state=on_off[not switch]))]
-        figure = mv.effect_figure(ckpt, pair.src_ids, pair.tgt_ids, pair.src_tokens, pair.tgt_tokens,
-                                  use_padding, use_look_ahead, layer, head,
-                                  tuple(titles), (t("masks.key"), t("masks.query")))
-        return figure, "masks.effect", "  \n".join(effect_captions(ckpt, pair, use_padding, use_look_ahead,
-                                                                    layer, head))
-    tokens = pair.src_tokens if kind == "encoder" else pair.tgt_tokens
-    return mv.row_figure(ckpt, pair.src_ids, pair.tgt_ids, tokens, kind, use_padding, use_look_ahead,
-                         layer, head, query,
-                         (t("masks.row.raw"), t("masks.row.masked"), t("masks.row.weights"),
-                          t("masks.key"), "−∞")), "masks.row", None
+        matrices_section(pair, pad_id, use_padding, use_look_ahead)
+    elif section == "printout":
+        printout_section(pair, pad_id, use_padding, use_look_ahead)
+    elif section == "effect":
+        effect_section(ckpt, pair, layer, head, use_padding, use_look_ahead)
+    else:
+        row_section(ckpt, pair, kind, layer, head, query, use_padding, use_look_ahead)
 
 
-def effect_captions(ckpt, pair: "mv.PairTokens", use_padding: bool, use_look_ahead: bool, layer: int,
-                    head: int) -> list[str]:
-    """What each of the four maps shows: nothing to hide, hidden exactly, or how much leaked."""
-    lines = []
-    for kind in mv.KINDS:
-        tokens = pair.src_tokens if kind == "encoder" else pair.tgt_tokens
-        real = [tok != "<pad>" for tok in tokens]
-        switch = use_padding if kind == "encoder" else use_look_ahead
-        for flipped in (False, True):
-            pad_on = use_padding != (flipped and kind == "encoder")
-            ahead_on = use_look_ahead != (flipped and kind == "decoder")
-            att = mv.cached_attention(ckpt, pair.src_ids, pair.tgt_ids, pad_on, ahead_on)
-            weights = (att.encoder if kind == "encoder" else att.decoder)[layer, head]
-            hideable = att.encoder_hideable if kind == "encoder" else att.decoder_hideable
-            on = switch != flipped
-            if not hideable.any():
-                line = t(f"masks.effect.{kind}_nothing")
-            elif on:
-                line = t(f"masks.effect.{kind}_on_caption")
-            else:
-                line = t(f"masks.effect.{kind}_off_caption", share=f"{mv.leak_share(weights, hideable, real):.1%}")
-            lines.append(line)
-            if not hideable.any():
-                break  # the same words would follow for the flipped map
-    return lines
+def layer_and_head(ckpt) -> tuple[int, int]:
+    """The layer and head pickers (``?mask_layer=``, ``?mask_head=``), side by side."""
+    n_layers, n_heads = ckpt.model.config.n_layers, ckpt.model.config.n_heads
+    layer_param = IntParam("mask_layer", default=0, lo=0, hi=n_layers - 1)
+    head_param = IntParam("mask_head", default=0, lo=0, hi=n_heads - 1)
+    clamp_state("masks.layer", layer_param.hi)
+    clamp_state("masks.head", head_param.hi)
+    c1, c2 = st.columns(2)
+    with c1:
+        layer = st.selectbox(t("masks.effect.layer"), range(n_layers), key=bind(layer_param, key="masks.layer"),
+                             format_func=lambda n: t("masks.effect.layer_option", n=n + 1, total=n_layers))
+    with c2:
+        head = st.selectbox(t("masks.effect.head"), range(n_heads), key=bind(head_param, key="masks.head"),
+                            format_func=lambda n: t("masks.effect.head_option", n=n + 1, total=n_heads))
+    return layer, head
+
+
+def kind_and_query(pair: PairTokens) -> tuple[str, int]:
+    """Which self-attention (``?mask_kind=``) and which of its query positions (``?mask_query=``)."""
+    c1, c2 = st.columns([2, 5])
+    with c1:
+        kind = st.radio(t("masks.row.kind"), KINDS, key=bind(KIND, key="masks.kind"),
+                        format_func=lambda k: t(f"masks.row.kind_{k}"), horizontal=True)
+    tokens = pair.tokens(kind)
+    query_param = IntParam("mask_query", default=0, lo=0, hi=len(tokens) - 1)
+    clamp_state("masks.query", query_param.hi)
+    with c2:
+        query = st.select_slider(t("masks.row.query"), list(range(len(tokens))),
+                                 key=bind(query_param, key="masks.query"),
+                                 format_func=lambda q: f"{q}: {display_token(tokens[q])}")
+    return kind, query
 
 
 st.title(t("masks.title"))
@@ -140,20 +162,19 @@ with st.container(border=True):
     st.markdown(t("masks.try_this"))
 
 ckpt = selected_model()
-tokenizer = ckpt.tokenizer if ckpt is not None else tv.fallback_tokenizer()
+tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
 task_name = ckpt.task.get("name") if ckpt is not None else "copy"
-limit = tv.char_limit(ckpt)
+limit = char_limit(ckpt)
 
-raw = tv.batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"),
-                     "masks")
+raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "masks")
 prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
-tv.show_notices(prepared)
+show_notices(prepared)
 
 if prepared.sentences:
-    batch = tv.cached_batch(tuple(prepared.sentences), tokenizer, task_name)
-    index = tv.sentence_picker(t("tokens.sentence.pick"), tuple(batch.sentences),
-                               t("tokens.sentence.option", n="{n}", text="{text}"), "masks")
-    pair = mv.PairTokens.of(batch, index)
+    sentences = tuple(prepared.sentences)
+    index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),
+                            "masks")
+    pair = pair_tokens(computed(batch_of, sentences, tokenizer.alphabet, task_name), index)
     section = st.segmented_control(t("masks.section_label"), SECTIONS, required=True,
                                    format_func=lambda s: t(f"masks.{s}.heading"),
                                    key=bind(SECTION, key="masks.section"))
@@ -163,30 +184,9 @@ if prepared.sentences:
     if needs_model and ckpt is None:
         st.info(t("masks.effect.no_model"), icon=":material/info:")
     elif needs_model:
-        n_layers, n_heads = ckpt.model.config.n_layers, ckpt.model.config.n_heads
-        LAYER = IntParam("mask_layer", default=0, lo=0, hi=n_layers - 1)
-        HEAD = IntParam("mask_head", default=0, lo=0, hi=n_heads - 1)
-        clamp_state("masks.layer", LAYER.hi)
-        clamp_state("masks.head", HEAD.hi)
-        c1, c2 = st.columns(2)
-        with c1:
-            layer = st.selectbox(t("masks.effect.layer"), range(n_layers), key=bind(LAYER, key="masks.layer"),
-                                 format_func=lambda n: t("masks.effect.layer_option", n=n + 1, total=n_layers))
-        with c2:
-            head = st.selectbox(t("masks.effect.head"), range(n_heads), key=bind(HEAD, key="masks.head"),
-                                format_func=lambda n: t("masks.effect.head_option", n=n + 1, total=n_heads))
+        layer, head = layer_and_head(ckpt)
         if section == "row":
-            c1, c2 = st.columns([2, 5])
-            with c1:
-                kind = st.radio(t("masks.row.kind"), mv.KINDS, key=bind(KIND, key="masks.kind"),
-                                format_func=lambda k: t(f"masks.row.kind_{k}"), horizontal=True)
-            tokens = pair.src_tokens if kind == "encoder" else pair.tgt_tokens
-            QUERY = IntParam("mask_query", default=0, lo=0, hi=len(tokens) - 1)
-            clamp_state("masks.query", QUERY.hi)
-            with c2:
-                query = st.select_slider(t("masks.row.query"), list(range(len(tokens))),
-                                         key=bind(QUERY, key="masks.query"),
-                                         format_func=lambda q: f"{q}: {tv.display_token(tokens[q])}")
+            kind, query = kind_and_query(pair)
             st.markdown(t("masks.row.intro"))
         else:
             st.markdown(t("masks.effect.intro"))
@@ -196,13 +196,13 @@ if prepared.sentences:
     elif section == "printout":
         st.markdown(t("masks.printout.intro"))
     if not needs_model or ckpt is not None:
-        masks_view(section, ckpt, tokenizer, pair, layer, head, kind, query, {})
+        mask_view(section, ckpt, tokenizer.pad_id, pair, layer, head, kind, query)
     if section == "matrices":
         st.caption(t("masks.matrices.caption"))
         if pair.src_pads == 0:
             st.info(t("masks.matrices.no_padding"), icon=":material/info:")
     elif section == "printout":
-        seed_text, _ = mv.cached_seed_example()
+        seed_text, _ = computed(seed_example)
         st.markdown(t("masks.printout.seed"))
         st.code("decoder_mask(torch.tensor([[1, 2, 3, 0, 0]]))\n" + seed_text, language="python")
     elif section == "row" and ckpt is not None:

@@ -1,15 +1,87 @@
 """Tokens and embeddings: typed sentences → characters → token ids → a padded batch → vectors."""
 import streamlit as st
 
-from ui import tokens_view as tv
+from explain.embeddings import EmbeddingStages, embedding_stages, rms
+from explain.text import MAX_LINES, PreparedText, prepare_sentences
+from explain.tokens import SENTENCE_ROWS, SIDES, SentenceBatch, batch_of, fallback_tokenizer, sentence_frame, side_frames
+from figures.labels import display_token
+from figures.tokens import kind_table_html, matrix_figure, stage_figures
+from ui.cache import computed
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
-from ui.prepared_html import show_html
-from explain.text import MAX_LINES, prepare_sentences
 from ui.url_state import ChoiceParam, bind, markdown_literal
+from ui.widgets import batch_input, char_limit, sentence_picker, show_notices
 
-SIDE = ChoiceParam("tok_side", default="source", choices=tv.SIDES)
+SIDE = ChoiceParam("tok_side", default="source", choices=SIDES)
+
+
+@st.fragment
+def batch_tables(batch: SentenceBatch) -> None:
+    """The side switch and that side of the batch as two tables, tokens then ids, with its shape.
+    A fragment: switching sides redraws only this."""
+    side = st.segmented_control(t("tokens.batch.side"), SIDE.choices, key=bind(SIDE, key="tokens.side"),
+                                format_func=lambda s: t(f"tokens.batch.side_{s}"), required=True) or SIDE.default
+    rows = batch.side(side)
+    tokens, ids, kinds = side_frames(rows, [t("tokens.batch.row", n=n + 1) for n in range(len(rows))])
+    for values, frame in (("tokens", tokens), ("ids", ids)):
+        st.markdown(f"**{t(f'tokens.batch.tab_{values}')}**")
+        st.html(kind_table_html(frame, kinds, f"batch_{side}_{values}"))
+    width = kinds.shape[1]
+    st.caption(t(f"tokens.batch.caption_{side}", b=len(rows), s=width, pads=int((kinds == "pad").sum()),
+                 cells=len(rows) * width))
+
+
+def sentence_table(batch: SentenceBatch, prepared: PreparedText, index: int) -> None:
+    """Sentence ``index`` as characters → tokens → ids, and which of its characters became ``<unk>``."""
+    frame, kinds = sentence_frame(batch, index, {k: t(f"tokens.sentence.row_{k}") for k in SENTENCE_ROWS})
+    st.html(kind_table_html(frame, kinds, "sentence"))
+    unknown = prepared.unknown[index]
+    if unknown:
+        listed = ", ".join(t("tokens.sentence.unknown_item", pos=pos, char=markdown_literal(display_token(ch)))
+                           for pos, ch in unknown[:12])
+        st.warning(t("tokens.sentence.unknown", count=len(unknown), listed=listed), icon=":material/help:")
+    st.caption(t("tokens.sentence.caption"))
+
+
+def embedding_matrix(stages: EmbeddingStages) -> None:
+    """The whole embedding table, the rows this sentence looks up marked."""
+    vocab, d_model = stages.matrix.shape
+    st.markdown(f"**{t('tokens.embed.matrix_title', v=vocab, d=d_model)}**")
+    axis = (t("tokens.embed.x_dim"), t("tokens.embed.y_vocab"), t("tokens.embed.hover_vocab"))
+    st.plotly_chart(matrix_figure(stages.matrix, stages.vocab, stages.ids, axis), key="tokens.matrix_chart")
+
+
+def embedding_steps(stages: EmbeddingStages) -> None:
+    """The four steps from ids to the encoder's input, two by two, each with its typical size."""
+    values = (stages.lookup, stages.scaled, stages.positional, stages.total)
+    titles = (t("tokens.embed.stage_lookup"), t("tokens.embed.stage_scaled", scale=f"{stages.scale:.2f}"),
+              t("tokens.embed.stage_pe"), t("tokens.embed.stage_total"))
+    axis = (t("tokens.embed.x_dim"), t("tokens.embed.y_token"), t("tokens.embed.hover"))
+    figures = stage_figures(stages.tokens, values, titles, axis)
+    for row in ((0, 1), (2, 3)):
+        for column, n in zip(st.columns(2, gap="small"), row):
+            with column:
+                st.plotly_chart(figures[n], key=f"tokens.stage_{n}")
+                st.caption(t("tokens.embed.rms", value=f"{rms(values[n]):.3f}"))
+
+
+def embedding_section(ckpt, ids: tuple[int, ...]) -> None:
+    """From ids to vectors with the selected model's weights (a notice without a model)."""
+    st.subheader(t("tokens.embed.heading"))
+    if ckpt is None:
+        st.info(t("tokens.embed.no_model"), icon=":material/info:")
+        return
+    stages = computed(embedding_stages, ids, model=ckpt)
+    vocab, d_model = stages.matrix.shape
+    st.markdown(t("tokens.embed.intro", v=vocab, d=d_model, scale=f"{stages.scale:.3f}"))
+    left, right = st.columns([2, 5], gap="medium")
+    with left:
+        embedding_matrix(stages)
+    with right:
+        embedding_steps(stages)
+    st.caption(t("tokens.embed.caption"))
+
 
 st.title(t("tokens.title"))
 st.markdown(t("tokens.intro"))
@@ -18,85 +90,29 @@ with st.container(border=True):
     st.markdown(t("tokens.try_this"))
 
 ckpt = selected_model()
-tokenizer = ckpt.tokenizer if ckpt is not None else tv.fallback_tokenizer()
+tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
 task_name = ckpt.task.get("name") if ckpt is not None else "copy"
-limit = tv.char_limit(ckpt)
+limit = char_limit(ckpt)
 if ckpt is None:
     st.caption(t("tokens.no_model_tokens"))
 
-@st.fragment
-def batch_view(sentences: tuple[str, ...], tokenizer, task_name: str) -> None:
-    """One side of the batch as tokens and as ids, with what it is (one HTML element). A fragment,
-    drawing as few elements as it can (each costs the server a message), so switching sides reruns
-    only this."""
-    batch = tv.cached_batch(sentences, tokenizer, task_name)
-    row_labels = tuple(t("tokens.batch.row", n=n + 1) for n in range(len(sentences)))
-    side = st.segmented_control(t("tokens.batch.side"), SIDE.choices, key=bind(SIDE, key="tokens.side"),
-                                format_func=lambda s: t(f"tokens.batch.side_{s}"), required=True)
-    side = side or SIDE.default
-    rows = batch.side(side)
-    width = len(rows[0].ids)
-    pads = sum(len(row.ids) - row.length for row in rows)
-    caption = t(f"tokens.batch.caption_{side}", b=len(rows), s=width, pads=pads, cells=len(rows) * width)
-    show_html(tv.side_tables_html(sentences, tokenizer, task_name, side, row_labels,
-                                (t("tokens.batch.tab_tokens"), t("tokens.batch.tab_ids")), caption))
-
-
-# ------------------------------------------------------------------ the text → the batch
 st.subheader(t("tokens.batch.heading"))
-raw = tv.batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"),
-                     "tokens")
+raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "tokens")
 prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
-tv.show_notices(prepared)
+show_notices(prepared)
 
 if prepared.sentences:
     sentences = tuple(prepared.sentences)
-    batch = tv.cached_batch(sentences, tokenizer, task_name)
-    batch_view(sentences, tokenizer, task_name)
+    batch = computed(batch_of, sentences, tokenizer.alphabet, task_name)
+    batch_tables(batch)
     st.caption(t("tokens.batch.legend"))
     if any(target is None for target in batch.targets):
         st.info(t("tokens.batch.no_target"), icon=":material/info:")
 
-    # -------------------------------------------------------------- one sentence in detail
     st.subheader(t("tokens.sentence.heading"))
-    index = tv.sentence_picker(t("tokens.sentence.pick"), sentences,
-                               t("tokens.sentence.option", n="{n}", text="{text}"), "tokens")
-    labels = tuple((k, t(f"tokens.sentence.row_{k}")) for k in ("chars", "source", "source_ids", "decoder_in",
-                                                                 "decoder_in_ids", "labels", "labels_ids"))
-    show_html(tv.sentence_table_html(sentences, tokenizer, task_name, index, labels))
-    unknown = prepared.unknown[index]
-    if unknown:
-        listed = ", ".join(t("tokens.sentence.unknown_item", pos=pos, char=markdown_literal(tv.display_token(ch)))
-                           for pos, ch in unknown[:12])
-        st.warning(t("tokens.sentence.unknown", count=len(unknown), listed=listed), icon=":material/help:")
-    st.caption(t("tokens.sentence.caption"))
-
-    # -------------------------------------------------------------- the embedding lookup
-    st.subheader(t("tokens.embed.heading"))
-    if ckpt is None:
-        st.info(t("tokens.embed.no_model"), icon=":material/info:")
-    else:
-        ids = tuple(batch.source[index].ids)
-        stages = tv.cached_stages(ckpt, ids)
-        d_model = stages.matrix.shape[1]
-        st.markdown(t("tokens.embed.intro", v=stages.matrix.shape[0], d=d_model, scale=f"{stages.scale:.3f}"))
-        axis = (t("tokens.embed.x_dim"), t("tokens.embed.y_token"), t("tokens.embed.hover"))
-        left, right = st.columns([2, 5], gap="medium")
-        with left:
-            st.markdown(f"**{t('tokens.embed.matrix_title', v=stages.matrix.shape[0], d=d_model)}**")
-            matrix_axis = (t("tokens.embed.x_dim"), t("tokens.embed.y_vocab"), t("tokens.embed.hover_vocab"))
-            st.plotly_chart(tv.matrix_figure(ckpt, ids, matrix_axis), key="tokens.matrix_chart")
-        with right:
-            titles = (t("tokens.embed.stage_lookup"), t("tokens.embed.stage_scaled", scale=f"{stages.scale:.2f}"),
-                      t("tokens.embed.stage_pe"), t("tokens.embed.stage_total"))
-            figures = tv.stage_figures(ckpt, ids, titles, axis)
-            sizes = (tv.rms(stages.lookup), tv.rms(stages.scaled), tv.rms(stages.positional), tv.rms(stages.total))
-            for row in ((0, 1), (2, 3)):
-                cols = st.columns(2, gap="small")
-                for col, n in zip(cols, row):
-                    with col:
-                        st.plotly_chart(figures[n], key=f"tokens.stage_{n}")
-                        st.caption(t("tokens.embed.rms", value=f"{sizes[n]:.3f}"))
-        st.caption(t("tokens.embed.caption"))
+    index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),
+                            "tokens")
+    sentence_table(batch, prepared, index)
+    embedding_section(ckpt, tuple(batch.source[index].ids))
 
 tour_links("tokens")

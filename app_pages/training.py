@@ -1,23 +1,27 @@
 """Training: watch a small Transformer learn a toy task live, following the warmup learning-rate schedule."""
 import streamlit as st
 
-from ui import training_view as view
 from ui.i18n import t
 from ui.nav import tour_links
-from ui.training_session import session_training
+from ui.training import panel
+from ui.training.session import session_training
+
+
+def things_to_try() -> None:
+    with st.container(border=True):
+        st.markdown(f"**{t('training.try.heading')}**")
+        st.markdown(t("training.try.items"))
+
 
 st.title(t("training.title"))
 st.markdown(t("training.intro"))
 
-settings = view.settings_form()
+settings = panel.settings_form()
 session = session_training()
-view.controls(session, settings)
-view.run_panel(session)
-view.results(session)
-view.upload_section()
-
-with st.container(border=True):
-    st.markdown(f"**{t('training.try.heading')}**")
-    st.markdown(t("training.try.items"))
+panel.controls(session, settings)
+panel.run_panel(session)
+panel.results(session)
+panel.upload_section()
+things_to_try()
 
 tour_links("training")

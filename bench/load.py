@@ -82,10 +82,10 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 PAGE_WIDGETS: dict[str, str] = {
     "": "lang",
     "tokens": "tokens.side",
-    "masks": "masks.switches",
+    "masks": "masks.padding",
     "positional-encoding": "positional.pair",
     "attention": "attention.head",
-    "decoding": "dec_step",
+    "decoding": "decoding.step",
     "training": "training.warmup",
 }
 FALLBACK_WIDGET = "lang"  # the sidebar's language radio, on every page

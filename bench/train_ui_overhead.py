@@ -69,7 +69,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def page_settings(args: argparse.Namespace):
-    from ui.training_session import Settings
+    from ui.training.session import Settings
 
     return Settings(task=args.task, preset=args.preset, batch_size=args.batch_size, warmup=args.warmup,
                     max_steps=args.steps)
@@ -88,7 +88,7 @@ def headless(args: argparse.Namespace) -> dict[str, float]:
 def headless_here(args: argparse.Namespace) -> dict[str, float]:
     """One headless run in this process: start() and wait, as the page's session object does."""
     from model.training import TrainingRun
-    from ui.training_session import configure_threads_once
+    from ui.training.session import configure_threads_once
 
     config = page_settings(args).to_config(max_seconds=TIMEOUT_S)
     run = TrainingRun(config)

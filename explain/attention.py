@@ -1,19 +1,24 @@
-"""Attention of a checkpoint on typed text, as plain numpy data (pages never touch torch).
+"""Attention of a checkpoint on typed text, and what the attention page reads from it, as plain data.
 
-All functions take the checkpoint returned by :func:`ui.models.selected_model` and never change
-it: the shipped models are shared read-only by every session. Attention arrays are
-``(L, H, T_q, T_k)``: layers, heads, query positions, key positions; every row of a map is a
-softmax over the keys and sums to 1.
+The forward passes (:func:`attention_view`, :func:`greedy_answer`) take a checkpoint and never
+change it: the shipped models are shared read-only by every session. Everything else is pure
+numpy/pandas on their results: one kind's maps and tokens, statistics of the weights, the heads to
+switch off, answer probabilities and CSV exports. Attention arrays are ``(L, H, T_q, T_k)``:
+layers, heads, query positions, key positions; every row of a map is a softmax over the keys and
+sums to 1.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
+import pandas as pd
 import torch
 
 from model.arrays import layer_stack, to_numpy
-from model.tokenizer import BOS_ID, EOS_ID
+from model.tokenizer import BOS_ID
 from model.training import greedy_batch
 from model.transformer import ForwardOptions
 
@@ -98,8 +103,197 @@ def attention_view(
     )
 
 
+# ------------------------------------------------------------------ one kind of attention of a view
+
+KINDS: tuple[str, ...] = ("encoder", "decoder", "cross")
+
+
+def attention_maps(view: AttentionView, kind: str) -> np.ndarray:
+    """(L, H, T_q, T_k) weights of ``kind`` (one of :data:`KINDS`) in ``view``."""
+    return {"encoder": view.encoder, "decoder": view.decoder, "cross": view.cross}[kind]
+
+
+def query_key_tokens(view: AttentionView, kind: str) -> tuple[list[str], list[str]]:
+    """(query tokens, key tokens) of ``kind``: the encoder reads the source, the decoder its input,
+    cross-attention the decoder's input (queries) against the source (keys)."""
+    if kind == "encoder":
+        return list(view.src_tokens), list(view.src_tokens)
+    if kind == "decoder":
+        return list(view.tgt_tokens), list(view.tgt_tokens)
+    return list(view.tgt_tokens), list(view.src_tokens)
+
+
+def blocked_cells(kind: str, n_queries: int, n_keys: int) -> np.ndarray | None:
+    """(T_q, T_k) bool, True where the look-ahead mask hides a key (decoder only); else None."""
+    if kind != "decoder":
+        return None
+    return np.triu(np.ones((n_queries, n_keys), dtype=bool), k=1)
+
+
+# ------------------------------------------------------------------ statistics of weights
+
+
+def row_entropy(weights: np.ndarray) -> np.ndarray:
+    """(...,) entropy in bits of every row (last axis) of ``weights`` (..., T_k); 0 · log 0 counts as 0.
+
+    A row that puts all its weight on one key has entropy 0; a uniform row over n keys has log2(n).
+    """
+    w = np.asarray(weights, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(w > 0, -w * np.log2(np.where(w > 0, w, 1.0)), 0.0)
+    return terms.sum(axis=-1)
+
+
+def mean_peak(weights: np.ndarray) -> float:
+    """The largest weight of each row of ``weights`` (T_q, T_k), averaged over the rows (1 = one key each)."""
+    return float(np.asarray(weights, dtype=float).max(axis=-1).mean())
+
+
+def mean_distance(weights: np.ndarray) -> np.ndarray:
+    """(..., T_q) expected |query position − key position| under each row of ``weights`` (..., T_q, T_k)."""
+    w = np.asarray(weights, dtype=float)
+    tq, tk = w.shape[-2:]
+    distance = np.abs(np.arange(tq)[:, None] - np.arange(tk)[None, :])  # (T_q, T_k)
+    return (w * distance).sum(axis=-1)
+
+
+def diagonal_share(weights: np.ndarray) -> np.ndarray:
+    """(...,) mean weight a query puts on the key at its own position (rows past T_k are skipped)."""
+    w = np.asarray(weights, dtype=float)
+    n = min(w.shape[-2], w.shape[-1])
+    return np.diagonal(w[..., :n, :n], axis1=-2, axis2=-1).mean(axis=-1)
+
+
+STAT_COLUMNS = ["layer", "head", "entropy", "max_entropy", "distance", "diagonal"]
+
+
+def head_statistics(maps: np.ndarray) -> pd.DataFrame:
+    """One row per (layer, head) of ``maps`` (L, H, T_q, T_k), 1-based, with
+
+    ``entropy`` (mean row entropy, bits), ``max_entropy`` (log2 of the number of keys),
+    ``distance`` (mean attended distance, positions) and ``diagonal`` (mean weight on the same
+    position, 0..1).
+    """
+    maps = np.asarray(maps, dtype=float)
+    L, H, _, tk = maps.shape
+    entropy = row_entropy(maps).mean(axis=-1)  # (L, H)
+    distance = mean_distance(maps).mean(axis=-1)  # (L, H)
+    diagonal = diagonal_share(maps)  # (L, H)
+    rows = [
+        {"layer": layer + 1, "head": head + 1, "entropy": round(float(entropy[layer, head]), 3),
+         "max_entropy": round(math.log2(tk), 3) if tk else 0.0,
+         "distance": round(float(distance[layer, head]), 3), "diagonal": round(float(diagonal[layer, head]), 3)}
+        for layer in range(L) for head in range(H)
+    ]
+    return pd.DataFrame(rows, columns=STAT_COLUMNS)
+
+
+# ------------------------------------------------------------------ switching heads off
+
+KIND_CODES: dict[str, str] = {"encoder": "enc", "decoder": "dec", "cross": "cross"}  # short, for URLs
+KIND_OF_CODE: dict[str, str] = {code: kind for kind, code in KIND_CODES.items()}
+
+
+@dataclass(frozen=True)
+class HeadId:
+    """One attention head: ``kind`` in :data:`KINDS`, ``layer`` and ``head`` 1-based (as shown)."""
+
+    kind: str
+    layer: int
+    head: int
+
+    @property
+    def code(self) -> str:
+        """``enc-1-2``: the form used in the URL and as a widget option."""
+        return f"{KIND_CODES[self.kind]}-{self.layer}-{self.head}"
+
+    @classmethod
+    def parse(cls, code: str) -> "HeadId":
+        kind, layer, head = code.split("-")
+        return cls(KIND_OF_CODE[kind], int(layer), int(head))
+
+    def as_ablation(self) -> tuple[str, int, int]:
+        """The 0-based triple that ``attention_view(..., ablate_heads=)`` wants."""
+        return (self.kind, self.layer - 1, self.head - 1)
+
+
+def all_heads(n_layers: int, n_heads: int) -> list[str]:
+    """Codes of every head of a model, encoder first, then decoder, then cross-attention."""
+    return [HeadId(kind, layer, head).code for kind in KINDS
+            for layer in range(1, n_layers + 1) for head in range(1, n_heads + 1)]
+
+
+def ablation_triples(codes: Sequence[str]) -> tuple[tuple[str, int, int], ...]:
+    """Sorted 0-based ablation triples of head codes (sorted: one cache key per set of heads)."""
+    return tuple(sorted(HeadId.parse(code).as_ablation() for code in codes))
+
+
+def answer_ids(tokenizer, answer: str) -> list[int]:
+    """Token ids of ``answer`` followed by <eos>: what the decoder must predict to write it."""
+    return list(tokenizer.encode(answer)) + [tokenizer.eos_id]
+
+
+def sequence_probability(view: AttentionView, ids: Sequence[int]) -> tuple[float, np.ndarray]:
+    """(product, per-position probabilities (len(ids),)) the model gives ``ids`` (target + <eos>) in ``view``.
+
+    ``view`` must have been computed with that target as the decoder input (``<bos>`` + target),
+    so position i's prediction is read from the true prefix (teacher forcing).
+    """
+    probs = view.next_token_probs  # (T, V)
+    per_token = np.array([probs[i, t] for i, t in enumerate(ids) if i < len(probs)], dtype=float)
+    return float(np.prod(per_token)) if per_token.size else 0.0, per_token
+
+
 def answer_probability(view: AttentionView, tokenizer) -> float:
     """Probability the model gives, under teacher forcing, to its answer (+ <eos>) in ``view``."""
-    ids = tokenizer.encode(view.answer) + [EOS_ID]
-    probs = view.next_token_probs[: len(ids)]
-    return float(np.prod([probs[i, t] for i, t in enumerate(ids) if i < len(probs)]))
+    return sequence_probability(view, answer_ids(tokenizer, view.answer))[0]
+
+
+def format_probability(p: float, *, sign: bool = False) -> str:
+    """``0.276`` for ordinary probabilities, ``3.10e-07`` for the tiny ones of long or unlikely answers."""
+    if p != 0 and abs(p) < 0.001:
+        return f"{p:+.2e}" if sign else f"{p:.2e}"
+    return f"{p:+.3f}" if sign else f"{p:.3f}"
+
+
+# ------------------------------------------------------------------ CSV export
+
+LONG_COLUMNS = ["layer", "head", "query_position", "query_token", "key_position", "key_token", "weight"]
+
+
+def attention_csv(weights: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str]) -> str:
+    """(T_q, T_k) weights as CSV: one row per query, one column per key, labelled ``position:token``.
+
+    The position prefix keeps repeated tokens apart and stops a spreadsheet from reading a token
+    such as ``=`` as the start of a formula.
+    """
+    frame = pd.DataFrame(
+        np.round(np.asarray(weights, dtype=float), 6),
+        index=[f"{i}:{tok}" for i, tok in enumerate(query_tokens)],
+        columns=[f"{j}:{tok}" for j, tok in enumerate(key_tokens)],
+    )
+    frame.index.name = "query\\key"
+    return frame.to_csv()
+
+
+def _long_rows(maps: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str], heads: Sequence[int],
+               layer: int) -> list[tuple]:
+    """Rows of :data:`LONG_COLUMNS` for ``heads`` (1-based) of one layer's ``maps`` (H, T_q, T_k)."""
+    return [(layer, head, i, query_tokens[i], j, key_tokens[j], round(float(maps[head - 1, i, j]), 6))
+            for head in heads for i in range(maps.shape[1]) for j in range(maps.shape[2])]
+
+
+def long_attention_csv(maps: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str],
+                       heads: Sequence[int], layer: int) -> str:
+    """Weights of ``heads`` (1-based) of one layer, ``maps`` (H, T_q, T_k), one line per (head, query, key)."""
+    return pd.DataFrame(_long_rows(maps, query_tokens, key_tokens, heads, layer),
+                        columns=LONG_COLUMNS).to_csv(index=False)
+
+
+def every_head_csv(maps: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str]) -> str:
+    """Weights of every head of every layer, ``maps`` (L, H, T_q, T_k), in the long format of
+    :func:`long_attention_csv` (one line per layer, head, query and key)."""
+    heads = range(1, maps.shape[1] + 1)
+    rows = [row for layer in range(1, maps.shape[0] + 1)
+            for row in _long_rows(maps[layer - 1], query_tokens, key_tokens, heads, layer)]
+    return pd.DataFrame(rows, columns=LONG_COLUMNS).to_csv(index=False)

@@ -2,18 +2,25 @@
 
 The source (encoder input), the decoder input (``<bos>`` + target) and the labels (target +
 ``<eos>``) of each sentence, padded to a common width; every cell knows its kind (a character,
-a special token, an unknown character, padding).
+a special token, an unknown character, padding). The tables are pandas frames of raw token
+strings (a picture makes them visible and escapes them, see :mod:`figures.tokens`), with an
+array naming the kind of every cell.
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
 
+import numpy as np
+import pandas as pd
+
 from model.tasks import DEFAULT_ALPHABET, UnknownTaskError, get_task
 from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, CharTokenizer
 
 SIDES: tuple[str, ...] = ("source", "decoder_in", "labels")
 KINDS: tuple[str, ...] = ("char", "special", "unk", "pad")
+SENTENCE_ROWS: tuple[str, ...] = ("chars", "source", "source_ids", "decoder_in", "decoder_in_ids", "labels",
+                                  "labels_ids")
 
 
 @dataclass(frozen=True)
@@ -82,7 +89,49 @@ def sentence_batch(sentences: list[str], tokenizer: CharTokenizer, task_name: st
     )
 
 
+def batch_of(sentences: tuple[str, ...], alphabet: str, task_name: str | None) -> SentenceBatch:
+    """The batch of ``sentences`` that a model with this tokenizer ``alphabet`` and task gets.
+    (Called with the alphabet, not the tokenizer: a cache key must be plain data.)"""
+    return sentence_batch(list(sentences), CharTokenizer(alphabet), task_name)
+
+
 @functools.lru_cache(maxsize=1)
 def fallback_tokenizer() -> CharTokenizer:
     """The default task alphabet's tokenizer, for showing tokens when no model is available."""
     return CharTokenizer(DEFAULT_ALPHABET)
+
+
+def side_frames(rows: list[Row], row_labels: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """(tokens, ids, kinds) of one side of the batch: B rows, one column per position 0..S-1."""
+    width = len(rows[0].ids) if rows else 0
+    columns = list(range(width))
+    tokens = pd.DataFrame([r.tokens for r in rows], index=row_labels, columns=columns, dtype=object)
+    ids = pd.DataFrame([r.ids for r in rows], index=row_labels, columns=columns)
+    kinds = np.array([r.kinds for r in rows], dtype=object).reshape(len(rows), width)
+    return tokens, ids, kinds
+
+
+def sentence_frame(batch: SentenceBatch, index: int, labels: dict[str, str]) -> tuple[pd.DataFrame, np.ndarray]:
+    """Characters → tokens → ids of sentence ``index``, one column per position, as text cells.
+
+    ``labels`` names the rows, one for each of :data:`SENTENCE_ROWS`. Padding is left out (it is
+    the batch's, not the sentence's); short rows end in empty cells. Returns the frame and the
+    kinds of its cells.
+    """
+    sentence = batch.sentences[index]
+    parts = (batch.source[index], batch.decoder_in[index], batch.labels[index])
+    width = max([len(sentence)] + [row.length for row in parts])
+    cells: list[list[str]] = []
+    kinds: list[list[str]] = []
+
+    def add(values: list[str], row_kinds: list[str]) -> None:
+        cells.append(values + [""] * (width - len(values)))
+        kinds.append(row_kinds + ["char"] * (width - len(row_kinds)))
+
+    add(list(sentence), ["char"] * len(sentence))
+    for row in parts:
+        n = row.length
+        add(row.tokens[:n], row.kinds[:n])
+        add([str(i) for i in row.ids[:n]], row.kinds[:n])
+    frame = pd.DataFrame(cells, index=[labels[k] for k in SENTENCE_ROWS], columns=list(range(width)), dtype=object)
+    return frame, np.array(kinds, dtype=object).reshape(len(cells), width)

@@ -55,8 +55,7 @@ def heatmap(
         go.Heatmap(
             z=z, x=np.arange(cols), y=np.arange(rows), zmin=zmin, zmax=zmax, colorscale=colorscale,
             customdata=custom, hovertemplate=template + "<extra></extra>", showscale=show_scale,
-            colorbar=dict(thickness=12),
-            text=np.round(z, 2) if write_values else None, texttemplate="%{text}" if write_values else None,
+            colorbar=dict(thickness=12), texttemplate="%{z:.2f}" if write_values else None,
         ),
         title=title,
         height=height or max(220, min(640, 24 * rows + 120)),

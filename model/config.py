@@ -1,7 +1,68 @@
-"""The one frozen config every Transformer in the app is built from."""
+"""The one frozen config every Transformer in the app is built from, and how a config says what is wrong.
+
+A config that cannot be used names its :class:`Problem`: a stable ``code`` and the ``values`` its
+sentence needs. The constructor raises :class:`InvalidConfig` with that problem and one English
+sentence (the command line and checkpoint loading show the sentence); the app translates the code
+instead, as it does for ``CheckpointError.reason``.
+"""
 from __future__ import annotations
 
+import numbers
 from dataclasses import asdict, dataclass, fields
+from typing import Any, Mapping, NamedTuple
+
+SIZE_FIELDS = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len")
+
+MESSAGES = {  # problem code -> English sentence, formatted with the problem's values
+    "not_whole": "{name} must be a whole number of at least 1, got {value}.",
+    "heads_split": (
+        "d_model ({d_model}) must split evenly across n_heads ({n_heads}): each head gets d_model / n_heads "
+        "dimensions, and {d_model} / {n_heads} is not a whole number."
+    ),
+    "odd_d_model": "d_model must be even for the sinusoidal positional encoding (sin and cos pairs), got {d_model}.",
+    "dropout": "dropout is a probability in [0, 1), got {value}.",
+    "pe_base": "pe_base must be greater than 1 (the paper uses 10000), got {value}.",
+    "pad_id": "pad_id ({pad_id}) must be a token id inside both vocabularies.",
+}
+
+
+class Problem(NamedTuple):
+    """Why a config cannot be used: a stable ``code`` and the ``values`` its sentence names."""
+
+    code: str
+    values: dict[str, Any]
+
+
+class InvalidConfig(ValueError):
+    """A config that cannot be used: ``str(error)`` is one English sentence, ``problem`` says it as data."""
+
+    def __init__(self, problem: Problem, messages: Mapping[str, str] = MESSAGES) -> None:
+        self.problem = problem
+        super().__init__(messages[problem.code].format(**problem.values))
+
+
+def is_number(value: object) -> bool:
+    """A real number that is not a bool (True would otherwise pass as 1)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def is_whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def size_problem(d_model: int, n_heads: int) -> Problem | None:
+    """What is wrong with a model width and head count (heads split d_model; sin/cos pairs need it even)."""
+    if d_model % n_heads != 0:
+        return Problem("heads_split", {"d_model": d_model, "n_heads": n_heads})
+    if d_model % 2 != 0:
+        return Problem("odd_d_model", {"d_model": d_model})
+    return None
+
+
+def dropout_problem(dropout: object) -> Problem | None:
+    if not (is_number(dropout) and 0 <= dropout < 1):
+        return Problem("dropout", {"value": repr(dropout)})
+    return None
 
 
 @dataclass(frozen=True)
@@ -26,26 +87,24 @@ class TransformerConfig:
     pad_id: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+        problem = self.problem()
+        if problem is not None:
+            raise InvalidConfig(problem)
+
+    def problem(self) -> Problem | None:
+        """The first thing that makes this config unusable, or None."""
+        for name in SIZE_FIELDS:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}.")
-        if self.d_model % self.n_heads != 0:
-            raise ValueError(
-                f"d_model ({self.d_model}) must split evenly across n_heads ({self.n_heads}): "
-                f"each head gets d_model / n_heads dimensions, and {self.d_model} / {self.n_heads} "
-                "is not a whole number."
-            )
-        if self.d_model % 2 != 0:
-            raise ValueError(
-                f"d_model must be even for the sinusoidal positional encoding (sin and cos pairs), got {self.d_model}."
-            )
-        if not 0.0 <= float(self.dropout) < 1.0:
-            raise ValueError(f"dropout is a probability in [0, 1), got {self.dropout!r}.")
-        if not float(self.pe_base) > 1.0:
-            raise ValueError(f"pe_base must be greater than 1 (the paper uses 10000), got {self.pe_base!r}.")
-        if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
-            raise ValueError(f"pad_id ({self.pad_id}) must be a token id inside both vocabularies.")
+            if not (is_whole(value) and value >= 1):
+                return Problem("not_whole", {"name": name, "value": repr(value)})
+        problem = size_problem(self.d_model, self.n_heads) or dropout_problem(self.dropout)
+        if problem is not None:
+            return problem
+        if not (is_number(self.pe_base) and self.pe_base > 1):
+            return Problem("pe_base", {"value": repr(self.pe_base)})
+        if not (is_whole(self.pad_id) and 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size)):
+            return Problem("pad_id", {"pad_id": self.pad_id})
+        return None
 
     @property
     def d_k(self) -> int:

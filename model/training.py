@@ -6,6 +6,7 @@ benchmarks drive the same object synchronously with ``train_until_done()``.
 """
 from __future__ import annotations
 
+import functools
 import io
 import math
 import random
@@ -14,20 +15,23 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+import numpy as np
 import torch
 
 from model.checkpoint import save_checkpoint
-from model.config import TransformerConfig
+from model.config import MESSAGES as CONFIG_MESSAGES
+from model.config import InvalidConfig, Problem, TransformerConfig, dropout_problem, is_number, is_whole, size_problem
 from model.device import pick_device
 from model.layers import dropout_generator
 from model.loss import label_smoothed_cross_entropy
 from model.run_slots import RunSlots
 from model.schedule import noam_lr, noam_scheduler
-from model.tasks import Task, batch_from_pairs, make_task
+from model.tasks import TASK_NAMES, Task, batch_from_pairs, make_task
 from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, CharTokenizer
 from model.transformer import ForwardOptions, Transformer
 
 STATES = ("idle", "queued", "running", "paused", "finished", "failed")
+LIVE_STATES = ("queued", "running")  # the states that change without anyone clicking
 MODEL_PRESETS = {
     "tiny": dict(d_model=32, n_heads=2, n_layers=1, d_ff=64),
     "small": dict(d_model=64, n_heads=4, n_layers=2, d_ff=256),
@@ -35,10 +39,31 @@ MODEL_PRESETS = {
 MAX_BATCH_SIZE = 512
 MAX_STEPS = 200_000
 
+MESSAGES = {  # problem code -> English sentence; the model's own codes first (see model.config)
+    **CONFIG_MESSAGES,
+    "task": "Unknown task {task!r}; the valid task names are: {tasks}.",
+    "task_options": "{detail}",
+    "preset": "Unknown model size {preset!r}; choose one of {presets}.",
+    "batch_size": "The batch size must be between 1 and {limit}.",
+    "warmup": "Warmup must be at least 1 step (the schedule divides by it).",
+    "factor": "The learning-rate factor must be a positive number.",
+    "label_smoothing": "Label smoothing ε must be at least 0 and below 1.",
+    "max_steps": "The step cap must be between 1 and {limit}.",
+    "max_seconds": "The time cap must be positive.",
+    "evaluation": "Evaluation needs at least 1 example, every step or more.",
+    "probe_every": "The attention probe interval must be at least 1 step.",
+    "target_accuracy": "The target accuracy is a fraction in (0, 1].",
+    "seed": "The seed must be a whole number, 0 or more.",
+}
+
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    """Everything that defines a run; the same config and seed replay the same loss history."""
+    """Everything that defines a run; the same config and seed replay the same loss history.
+
+    The constructor refuses a config that cannot train (:class:`~model.config.InvalidConfig`
+    naming the :meth:`problem`): this is the one place where training settings are checked.
+    """
 
     task: str = "copy"
     task_min_len: int | None = None
@@ -63,24 +88,45 @@ class TrainingConfig:
     probe_source: str | None = None
 
     def __post_init__(self) -> None:
+        problem = self.problem()
+        if problem is not None:
+            raise InvalidConfig(problem, MESSAGES)
+
+    def problem(self) -> Problem | None:
+        """The first thing that keeps this config from training (a code of :data:`MESSAGES`), or None."""
+        if self.task not in TASK_NAMES:
+            return Problem("task", {"task": self.task, "tasks": ", ".join(TASK_NAMES)})
         if self.preset not in MODEL_PRESETS:
-            raise ValueError(f"Unknown model size {self.preset!r}; choose one of {', '.join(MODEL_PRESETS)}.")
+            return Problem("preset", {"preset": self.preset, "presets": ", ".join(MODEL_PRESETS)})
+        sizes = MODEL_PRESETS[self.preset]
+        problem = size_problem(sizes["d_model"], sizes["n_heads"]) or dropout_problem(self.dropout)
+        if problem is not None:
+            return problem
+
+        def whole_at_least(value: object, lo: int, hi: int | None = None) -> bool:
+            return is_whole(value) and value >= lo and (hi is None or value <= hi)
+
         checks = [
-            (1 <= self.batch_size <= MAX_BATCH_SIZE, f"The batch size must be between 1 and {MAX_BATCH_SIZE}."),
-            (self.warmup >= 1, "Warmup must be at least 1 step (the schedule divides by it)."),
-            (self.factor > 0, "The learning-rate factor must be positive."),
-            (0 <= self.label_smoothing < 1, "Label smoothing ε must be at least 0 and below 1."),
-            (0 <= self.dropout < 1, "Dropout must be at least 0 and below 1."),
-            (1 <= self.max_steps <= MAX_STEPS, f"The step cap must be between 1 and {MAX_STEPS}."),
-            (self.max_seconds > 0, "The time cap must be positive."),
-            (self.eval_every >= 1 and self.eval_size >= 1, "Evaluation needs at least 1 example every step or more."),
-            (self.probe_every >= 1, "The attention probe interval must be at least 1 step."),
-            (self.target_accuracy is None or 0 < self.target_accuracy <= 1, "The target accuracy is a fraction in (0, 1]."),
+            (whole_at_least(self.batch_size, 1, MAX_BATCH_SIZE), "batch_size", {"limit": MAX_BATCH_SIZE}),
+            (whole_at_least(self.warmup, 1), "warmup", {}),
+            (is_number(self.factor) and 0 < self.factor < math.inf, "factor", {}),
+            (is_number(self.label_smoothing) and 0 <= self.label_smoothing < 1, "label_smoothing", {}),
+            (whole_at_least(self.max_steps, 1, MAX_STEPS), "max_steps", {"limit": MAX_STEPS}),
+            (is_number(self.max_seconds) and self.max_seconds > 0, "max_seconds", {}),
+            (whole_at_least(self.eval_every, 1) and whole_at_least(self.eval_size, 1), "evaluation", {}),
+            (whole_at_least(self.probe_every, 1), "probe_every", {}),
+            (self.target_accuracy is None or (is_number(self.target_accuracy) and 0 < self.target_accuracy <= 1),
+             "target_accuracy", {}),
+            (whole_at_least(self.seed, 0), "seed", {}),
         ]
-        for ok, sentence in checks:
+        for ok, code, values in checks:
             if not ok:
-                raise ValueError(sentence)
-        self.make_task()  # a bad task name or task option fails here, not in the thread
+                return Problem(code, values)
+        try:
+            self.make_task()  # a bad task option fails here, not in the thread
+        except ValueError as exc:
+            return Problem("task_options", {"detail": str(exc)})
+        return None
 
     def make_task(self) -> Task:
         return make_task(self.task, self.task_min_len, self.task_max_len, self.task_alphabet)
@@ -109,42 +155,21 @@ class ProbeAttention:
     cross_attention: list
     output: str
 
+    def weights(self) -> np.ndarray:
+        """The cross-attention as a float array (L, H, T, S)."""
+        return np.asarray(self.cross_attention, dtype=float)
 
-@dataclass(frozen=True)
-class RunSnapshot:
-    """Plain-data view of a run at one moment (safe to hand to any thread or UI)."""
 
-    state: str
-    reason: str
-    step: int
-    max_steps: int
-    elapsed_s: float
-    losses: list[float]
-    lrs: list[float]
-    tokens_per_s: list[float]
-    evals: list[tuple[int, float]]  # (step, exact-match accuracy)
-    probes: list[ProbeAttention]
-    probe_src_tokens: list[str]
-    probe_tgt_tokens: list[str]
-    queue_position: int
-    device: str
-    num_params: int
-    config: dict
-    queue_waiting: int = 0  # runs waiting in the slot queue, read with queue_position
+def pattern_score(weights: np.ndarray, pattern: str) -> float | None:
+    """Mean attention on the cells a perfect copy (``"diagonal"``) or reverse (``"anti"``) would use.
 
-    @property
-    def accuracy(self) -> float | None:
-        return self.evals[-1][1] if self.evals else None
-
-    @property
-    def loss(self) -> float | None:
-        return self.losses[-1] if self.losses else None
-
-    @property
-    def eta_s(self) -> float | None:
-        if self.step < 1 or self.state not in ("running", "paused"):
-            return None
-        return self.elapsed_s / self.step * (self.max_steps - self.step)
+    weights: (T, S) for one head; row i (decoder input i, which predicts target character i)
+    ideally looks at source position i (copy) or S-1-i (reverse). None if there are no such cells.
+    """
+    T, S = weights.shape
+    cols = [(i if pattern == "diagonal" else S - 1 - i) for i in range(min(T, S))]
+    values = [weights[i, c] for i, c in enumerate(cols) if 0 <= c < S]
+    return float(np.mean(values)) if values else None
 
 
 @dataclass(frozen=True)
@@ -153,16 +178,48 @@ class RunStatus:
 
     ``queue_position`` is the run's 1-based place in the slot queue while it waits there, else 0
     (also for the instant between ``start()`` and joining the queue, and between leaving the queue
-    and the state turning to "running").
+    and the state turning to "running"); ``queue_waiting`` is how many wait, read with it.
     """
 
-    state: str
-    reason: str
+    state: str  # one of STATES
+    reason: str  # why it finished or failed: "step cap reached", "stopped", an exception's text...
     step: int
     max_steps: int
-    loss: float | None
-    queue_position: int
-    queue_waiting: int
+    loss: float | None  # the last step's loss
+    queue_position: int = 0
+    queue_waiting: int = 0
+
+    @property
+    def live(self) -> bool:
+        """True while the run changes by itself (queued or training)."""
+        return self.state in LIVE_STATES
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSnapshot(RunStatus):
+    """The status with the whole history: plain data, safe to hand to any thread or UI."""
+
+    elapsed_s: float
+    losses: list[float]
+    lrs: list[float]
+    tokens_per_s: list[float]
+    evals: list[tuple[int, float]]  # (step, exact-match accuracy)
+    probes: list[ProbeAttention]
+    probe_src_tokens: list[str]
+    probe_tgt_tokens: list[str]
+    device: str
+    num_params: int
+    config: dict
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.evals[-1][1] if self.evals else None
+
+    @property
+    def eta_s(self) -> float | None:
+        if self.step < 1 or self.state not in ("running", "paused"):
+            return None
+        return self.elapsed_s / self.step * (self.max_steps - self.step)
 
 
 @torch.inference_mode()
@@ -418,7 +475,8 @@ class TrainingRun:
         with self._lock:
             return RunSnapshot(
                 state=self._state, reason=self._reason, step=self._step, max_steps=self.config.max_steps,
-                elapsed_s=self._elapsed, losses=list(self._losses), lrs=list(self._lrs),
+                loss=self._losses[-1] if self._losses else None, elapsed_s=self._elapsed,
+                losses=list(self._losses), lrs=list(self._lrs),
                 tokens_per_s=list(self._tokens_per_s), evals=list(self._evals), probes=list(self._probes),
                 probe_src_tokens=self.tokenizer.token_strings(self.tokenizer.encode(self._probe[0])),
                 probe_tgt_tokens=self.tokenizer.token_strings(self.tokenizer.encode(self._probe[1], add_bos=True)),
@@ -454,6 +512,34 @@ class TrainingRun:
         """The Noam curve this run follows, step 1..steps (default: its step cap)."""
         n = steps or self.config.max_steps
         return [noam_lr(s, self.model_config.d_model, self.config.warmup, self.config.factor) for s in range(1, n + 1)]
+
+
+@functools.cache
+def parameter_count(task: str, preset: str) -> int:
+    """Trainable parameters of a ``preset`` model for ``task`` (built on the meta device: no memory)."""
+    config = TrainingConfig(task=task, preset=preset)
+    task_obj = config.make_task()
+    with torch.device("meta"):
+        model = Transformer(config.model_config(CharTokenizer(task_obj.alphabet), task_obj))
+    return model.num_params()
+
+
+@functools.cache
+def vocab_size(task: str) -> int:
+    """Tokens in the vocabulary of ``task`` (its alphabet plus the special tokens)."""
+    return CharTokenizer(make_task(task).alphabet).vocab_size
+
+
+def loss_floor(task: str, epsilon: float) -> float:
+    """The lowest loss label smoothing allows: the entropy of the smoothed target distribution.
+
+    The right token gets 1 - ε and the V - 2 others (all but it and <pad>) get ε / (V - 2) each,
+    as in ``model.loss``; even a perfect model pays -(1-ε)·ln(1-ε) - ε·ln(ε / (V-2)) per token.
+    """
+    if epsilon <= 0:
+        return 0.0
+    others = vocab_size(task) - 2
+    return -(1 - epsilon) * math.log(1 - epsilon) - epsilon * math.log(epsilon / others)
 
 
 def _describe(exc: BaseException) -> str:

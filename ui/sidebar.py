@@ -12,7 +12,8 @@ import functools
 
 import streamlit as st
 
-from ui import models, training_status
+from ui import models
+from ui.training import status as training_status
 from ui.i18n import LANG_STATE_KEY, LANGS, browser_lang, t
 from ui.tour import stop
 from ui.url_state import ChoiceParam, bind, markdown_literal

@@ -79,20 +79,6 @@ def chart(at: AppTest, key: str) -> dict:
     return json.loads(found[0].proto.spec)
 
 
-def figure_cell(figure: dict, n: int) -> dict:
-    """Cell ``n`` (1-based, row by row) of a figure made by ``ui.figure_grid.combine``, as a figure of
-    its own: its traces, its axes as ``xaxis``/``yaxis``, and its title (the annotation above it)."""
-    suffix = "" if n == 1 else str(n)
-    layout = figure["layout"]
-    xaxis, yaxis = layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"]
-    middle = sum(xaxis["domain"]) / 2
-    titles = [a["text"] for a in layout.get("annotations", ()) if a.get("xref") == "paper"
-              and abs(a["x"] - middle) < 1e-9 and abs(a["y"] - yaxis["domain"][1]) < 1e-9]
-    return {"data": [t for t in figure["data"] if t.get("xaxis", "x") == f"x{suffix}"],
-            "layout": {"xaxis": xaxis, "yaxis": yaxis, "title": {"text": titles[0] if titles else ""},
-                       "shapes": [s for s in layout.get("shapes", ()) if s.get("xref", "").split(" ")[0] == f"x{suffix}"]}}
-
-
 def values(data: Any) -> np.ndarray:
     """A figure's array as floats, whether plotly wrote a list (None = empty cell = NaN) or a typed array."""
     if isinstance(data, dict):  # plotly's typed-array form {"dtype", "bdata", "shape"}

@@ -1,6 +1,6 @@
 """The decoding page under AppTest, on small random models written for the test (no training).
 
-Checks read what the page shows: the step's figures, the outputs side by side, the teacher-forcing
+Checks read what the page shows: the step's figure, the outputs side by side, the teacher-forcing
 table, and the URL.
 """
 from __future__ import annotations
@@ -40,24 +40,29 @@ def step_parts(at: AppTest) -> tuple[np.ndarray, dict, np.ndarray]:
     return heatmaps[0], next(t for t in data if t["type"] == "bar"), heatmaps[1]
 
 
+def step_slider(at: AppTest):
+    return at.slider(key="decoding.step")
+
+
 def step(at: AppTest) -> int:
-    return at.slider(key="dec_step").value
+    return step_slider(at).value
 
 
 def move_step(at: AppTest, value: int) -> AppTest:
-    """Move the step slider to ``value`` and rerun, writing the URL first as the browser does for a
-    widget bound to it (AppTest has no browser to do it)."""
-    at.slider(key="dec_step").set_value(value)
-    if value == 1:
-        at.query_params.pop("dec_step", None)
-    else:
-        at.query_params["dec_step"] = str(value)
-    return clean(at.run())
+    """Move the step slider to ``value`` and rerun."""
+    return clean(step_slider(at).set_value(value).run())
 
 
 def url_step(at: AppTest) -> str | None:
-    """The step in the URL: Streamlit keeps the slider there (``bind``), and leaves out step 1, the default."""
+    """The step in the URL (``?dec_step=``), None when the URL has none."""
     return query(at, "dec_step") if "dec_step" in at.query_params else None
+
+
+def status(at: AppTest) -> str:
+    """The step's status line ("Step 2 of 9. The decoder reads ...")."""
+    found = [m.value for m in at.markdown if m.value.startswith("**") and r"\<bos\>" in m.value]
+    assert len(found) == 1, [m.value for m in at.markdown]
+    return found[0]
 
 
 # ------------------------------------------------------------------ step by step
@@ -67,10 +72,12 @@ def url_step(at: AppTest) -> str | None:
 def test_every_step_shows_a_growing_triangle_and_its_next_tokens(app, strategy):
     at = open_decoding(app, dec_strategy=strategy)
     assert step(at) == 1
-    n = at.slider(key="dec_step").max
+    n = step_slider(at).max
     last = min(n, 4)
     for expected in range(1, last + 1):
-        assert step(at) == expected and url_step(at) == (None if expected == 1 else str(expected))
+        assert step(at) == expected and url_step(at) == str(expected)
+        assert status(at).startswith(translate("decoding.steps.status", "en", step=expected, n=n, prefix="",
+                                               chosen="", p="").split(".")[0])
         heat, bars, cross = step_parts(at)
         filled = ~np.isnan(heat)
         assert filled.sum() == expected * expected, "the prefix has one token per step so far"
@@ -85,13 +92,13 @@ def test_every_step_shows_a_growing_triangle_and_its_next_tokens(app, strategy):
         if expected < last:
             clean(at.button(key="decoding.next").click().run())
     clean(at.button(key="decoding.prev").click().run())
-    assert step(at) == last - 1
+    assert step(at) == last - 1 and url_step(at) == str(last - 1)
 
 
 def test_the_last_step_ends_with_eos_or_the_length_limit(app):
     at = open_decoding(app)
-    n = at.slider(key="dec_step").max
-    clean(at.slider(key="dec_step").set_value(n).run())
+    n = step_slider(at).max
+    move_step(at, n)
     ended = [s.value for s in at.success] + [w.value for w in at.warning]
     assert len(ended) == 1
     assert at.button(key="decoding.next").disabled
@@ -99,18 +106,21 @@ def test_the_last_step_ends_with_eos_or_the_length_limit(app):
 
 def test_step_in_a_link_and_a_step_too_far(app):
     at = open_decoding(app, dec_step="2", dec_layer="2", dec_head="2")
-    assert step(at) == 2
+    assert step(at) == 2 and url_step(at) == "2" and not at.toast
     assert at.segmented_control(key="decoding.layer").value == 2
     too_far = open_decoding(app, dec_step="999")
     assert step(too_far) == 1 and len(too_far.toast) == 1
+    assert "999" in too_far.toast[0].value and url_step(too_far) == "1", "the link now says what is shown"
+    for bad in ("0", "abc", "2.5"):
+        shown = open_decoding(app, dec_step=bad)
+        assert step(shown) == 1 and len(shown.toast) == 1 and url_step(shown) == "1"
 
 
-def test_a_repeated_step_in_a_link_is_ignored_as_the_slider_ignores_it(app):
-    """``?dec_step=2&dec_step=3``: Streamlit's slider reads neither value and drops both from the URL,
-    so the page shows step 1 too (not a step its link has lost), and says what it ignored."""
+def test_a_repeated_step_in_a_link_counts_once(app):
+    """``?dec_step=2&dec_step=3``: the last value counts, as for every value bound to the URL."""
     at = open_decoding(app, dec_step=["2", "3"])
-    assert step(at) == 1 and url_step(at) is None
-    assert len(at.toast) == 1 and "2, 3" in at.toast[0].value
+    assert step(at) == 3 and at.query_params["dec_step"][-1] == "3"
+    assert not at.toast
 
 
 def test_the_step_is_kept_across_a_page_switch(app):
@@ -118,21 +128,23 @@ def test_the_step_is_kept_across_a_page_switch(app):
     for _ in range(2):
         clean(at.button(key="decoding.next").click().run())
     assert step(at) == 3 and url_step(at) == "3"
-    clean(at.switch_page("app_pages/tokens.py").run())
-    assert "dec_step" not in at.query_params  # Streamlit drops a bound widget's value on another page
+    clean(at.switch_page("app_pages/home.py").run())
+    for name in [name for name in at.query_params if name.startswith("dec_")]:
+        del at.query_params[name]  # as the browser does on a page switch (AppTest keeps them)
     clean(at.switch_page("app_pages/decoding.py").run())
     assert step(at) == 3 and url_step(at) == "3"
 
 
-def test_a_decoding_without_the_step_shown_starts_again_at_step_one(app):
+def test_a_decoding_without_the_step_shown_keeps_its_nearest_step(app):
     at = open_decoding(app, dec_text="a longer sentence")
-    n = int(at.slider(key="dec_step").max)
+    n = int(step_slider(at).max)
     move_step(at, n)
     assert url_step(at) == str(n)
     clean(at.text_input(key="decoding.text").set_value("ab").run())
-    shorter = int(at.slider(key="dec_step").max)
+    shorter = int(step_slider(at).max)
     assert shorter < n
-    assert step(at) == 1 and url_step(at) is None, "the view and its link agree"
+    assert step(at) == shorter and url_step(at) == str(shorter), "the view and its link agree"
+    assert status(at).startswith(f"**Step {shorter} of {shorter}.")
     assert not at.toast, "nothing the visitor typed in the URL was ignored"
     move_step(at, 2)
     clean(at.text_input(key="decoding.text").set_value("a longer sentence").run())
@@ -151,11 +163,12 @@ def test_moving_the_step_slider_does_not_decode_again(app, monkeypatch):
     at = open_decoding(app, dec_text="cache me once")
     assert len(calls) == 1
     for value in (2, 3, 1):
-        clean(at.slider(key="dec_step").set_value(value).run())
+        move_step(at, value)
     clean(at.radio(key="lang").set_value("zh").run())
     assert len(calls) == 1
     written = translate("decoding.steps.written", "zh", written="").removesuffix("**")  # "目前已写出：**"
-    assert written.startswith("目前已写出：") and written in at.slider(key="dec_step").label
+    assert written.startswith("目前已写出：") and written in status(at)
+    assert step(at) == 1 and url_step(at) == "1"
 
 
 # ------------------------------------------------------------------ strategies side by side

@@ -29,15 +29,17 @@ from streamlit.testing.v1 import AppTest
 from model.tasks import get_task
 from model.tokenizer import CharTokenizer
 from tests.app.apptest_helpers import clean, open_script, query, random_model_fixtures, texts
-from ui import attention_view as av
-from ui import decoding_view as dv
-from ui import masks_view as mv
-from ui import positional_view as pv
-from ui import tokens_view as tv
-from ui import training_view as trv
+from explain import attention as xa
+from explain import decoding as dv
+from explain import masks as em
+from explain import positional as pv
+from explain import tokens as tv
+from ui.training import panel as trv
+from ui.head_set import HeadSetParam
 from ui.i18n import LANGS, translate
+from ui.widgets import BATCH_PARAM
 from explain.text import prepare_sentences
-from ui.url_state import (BoolParam, ChoiceParam, FloatParam, IntParam, Param, SliderIntParam, TextParam,
+from ui.url_state import (BoolParam, ChoiceParam, FloatParam, IntParam, Param, TextParam,
                           markdown_literal)
 
 N_LAYERS, N_HEADS, MAX_LEN = 2, 2, 40
@@ -100,7 +102,7 @@ MODEL = ChoiceParam("model", "copy", choices=("copy", "dates"))  # the sidebar's
 SENT = IntParam("sent", 0, lo=0, hi=2)  # the default batch has three sentences
 LAYER_HEAD = {name: IntParam(name, 1, lo=1, hi=hi) for name, hi in
               (("att_layer", N_LAYERS), ("att_head", N_HEADS), ("dec_layer", N_LAYERS), ("dec_head", N_HEADS))}
-ATT_KIND = ChoiceParam("att_kind", "encoder", choices=av.KINDS)
+ATT_KIND = ChoiceParam("att_kind", "encoder", choices=xa.KINDS)
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ SETTINGS = [
     Settings("tokens", "app_pages/tokens.py", (MODEL, SENT, ChoiceParam("tok_side", "source", choices=tv.SIDES))),
     Settings("masks", "app_pages/masks.py", (
         MODEL, SENT, BoolParam("mask_pad", True), BoolParam("mask_ahead", True),
-        ChoiceParam("mask_kind", "decoder", choices=mv.KINDS), IntParam("mask_layer", 0, lo=0, hi=N_LAYERS - 1),
+        ChoiceParam("mask_kind", "decoder", choices=em.KINDS), IntParam("mask_layer", 0, lo=0, hi=N_LAYERS - 1),
         IntParam("mask_head", 0, lo=0, hi=N_HEADS - 1),
         Live("mask_query", lambda at: IntParam("mask_query", 0, lo=0,
                                                hi=len(at.select_slider(key="masks.query").options) - 1)),
@@ -141,12 +143,12 @@ SETTINGS = [
              {"att_view": "heads"}),
     Settings("attention_inside", "app_pages/attention.py", (BoolParam("att_scale", True),), {"att_view": "inside"}),
     Settings("attention_ablation", "app_pages/attention.py",
-             (av.HeadSetParam("att_off", default=[], choices=tuple(av.all_heads(N_LAYERS, N_HEADS))),),
+             (HeadSetParam("att_off", default=[], choices=tuple(xa.all_heads(N_LAYERS, N_HEADS))),),
              {"att_view": "ablation"}),
     Settings("decoding", "app_pages/decoding.py", (
         MODEL, ChoiceParam("dec_view", "steps", choices=("steps", "compare", "forcing")),
         ChoiceParam("dec_strategy", "greedy", choices=dv.STRATEGIES), LAYER_HEAD["dec_layer"], LAYER_HEAD["dec_head"],
-        Live("dec_step", lambda at: SliderIntParam("dec_step", 1, lo=1, hi=int(at.slider(key="dec_step").max))),
+        Live("dec_step", lambda at: IntParam("dec_step", 1, lo=1, hi=int(at.slider(key="decoding.step").max))),
     )),
     Settings("decoding_compare", "app_pages/decoding.py", (
         IntParam("dec_beam", 3, lo=1, hi=8), FloatParam("dec_temp", 1.0, lo=0.0, hi=2.0, step=0.1),
@@ -176,8 +178,8 @@ class Box:
 
 EXAMPLE = get_task("copy").example
 BOXES = [
-    Box("tokens", "app_pages/tokens.py", "text_area", "batch.text", tv.BATCH_PARAM, MAX_LEN - 1, max_lines=8),
-    Box("masks", "app_pages/masks.py", "text_area", "batch.text", tv.BATCH_PARAM, MAX_LEN - 1, max_lines=8),
+    Box("tokens", "app_pages/tokens.py", "text_area", "batch.text", BATCH_PARAM, MAX_LEN - 1, max_lines=8),
+    Box("masks", "app_pages/masks.py", "text_area", "batch.text", BATCH_PARAM, MAX_LEN - 1, max_lines=8),
     Box("positional", "app_pages/positional_encoding.py", "text_input", "positional.sentence",
         TextParam("pe_text", "the cat sat on the mat", max_len=200), MAX_LEN - 1),
     Box("attention", "app_pages/attention.py", "text_input", "attention.text",
@@ -279,11 +281,6 @@ def prepared_text(box: Box, text: str):
                              max_chars=box.max_chars)
 
 
-# Widgets drawn with ``bind="query-params"``: Streamlit writes them to the URL, and leaves them out
-# while they hold their default.
-KEPT_BY_STREAMLIT = {"dec_step"}
-
-
 def expected_notices(box: Box, text: str, lang: str) -> list[str]:
     """The warnings the page must show for ``text``."""
     return [translate(n.key, lang, **{k: markdown_literal(str(v), 80) for k, v in n.values.items()})
@@ -326,10 +323,7 @@ def test_every_query_value_survives_the_nasty_table(app, settings, lang):
                 named = notices_naming(at, param.name)
                 assert len(named) == 1, (where, param.name, texts(at.toast))
                 assert markdown_literal(raw) in named[0], (where, named[0])
-            if param.name in KEPT_BY_STREAMLIT and current[param.name] == param.default:
-                assert param.name not in at.query_params, (where, param.name)
-            else:
-                assert query(at, param.name) == param.format(current[param.name]), (where, param.name)
+            assert query(at, param.name) == param.format(current[param.name]), (where, param.name)
         assert len(at.toast) == rejected, (where, texts(at.toast))
         assert at.title[0].value == translate("common.app_title" if settings.id == "home" else
                                               f"{settings.id.split('_')[0]}.title", lang), where

@@ -23,12 +23,12 @@ def open_masks(app, **query: str) -> AppTest:
     return open_script(app, "app_pages/masks.py", {"lang": "en", **query})
 
 
-# The page shows one section at a time, each as one figure of cells (ui.figure_grid).
-CELLS = {
-    "matrix_padding": ("matrices", 1), "matrix_look_ahead": ("matrices", 2), "matrix_combined": ("matrices", 3),
-    "attention_encoder_0": ("effect", 1), "attention_encoder_1": ("effect", 2),
-    "attention_decoder_0": ("effect", 3), "attention_decoder_1": ("effect", 4),
-    "row_raw": ("row", 1), "row_masked": ("row", 2), "row_weights": ("row", 3),
+# The page shows one section at a time, each picture a chart of its own: {picture: (section, chart key)}.
+CHARTS = {
+    **{f"matrix_{name}": ("matrices", f"masks.matrix.{name}") for name in ("padding", "look_ahead", "combined")},
+    **{f"attention_{kind}_{n}": ("effect", f"masks.effect.{kind}.{n}")
+       for kind in ("encoder", "decoder") for n in (0, 1)},
+    **{f"row_{name}": ("row", f"masks.row.{name}") for name in ("raw", "masked", "weights")},
 }
 
 
@@ -42,17 +42,15 @@ def show(at: AppTest, section: str) -> AppTest:
 
 
 def switch(at: AppTest, mask: str, on: bool) -> AppTest:
-    """Click the ``mask`` pill ("padding", "look_ahead") to ``on`` or off, keeping the other as it is."""
-    pills = at.pills(key="masks.switches")
-    chosen = [name for name in ("padding", "look_ahead") if (name == mask and on) or (name != mask and name in pills.value)]
-    return clean(pills.set_value(chosen).run())
+    """Flip the ``mask`` toggle ("padding", "look_ahead") to ``on`` or off."""
+    return clean(at.toggle(key=f"masks.{mask}").set_value(on).run())
 
 
 def chart(at: AppTest, key: str) -> dict:
     """One picture of the page (e.g. ``matrix_padding``), switching to its section first."""
-    section, n = CELLS[key]
+    section, chart_key = CHARTS[key]
     show(at, section)
-    return helpers.figure_cell(helpers.chart(at, f"masks.{section}"), n)
+    return helpers.chart(at, chart_key)
 
 
 def z_of(figure: dict) -> np.ndarray:
@@ -83,11 +81,11 @@ def test_default_view_in_both_languages(app, lang):
     at = open_masks(app, lang=lang)
     assert at.title[0].value == translate("masks.title", lang)
     assert any(r"\mathrm{Attention}" in lat.value for lat in at.latex)
-    pills = at.pills(key="masks.switches")
-    assert pills.value == ["padding", "look_ahead"]  # both masks on
-    assert pills.options == [translate("masks.padding_switch", lang), translate("masks.look_ahead_switch", lang)]
+    assert [(s.key, s.label, s.value) for s in at.toggle] == [  # one switch per mask, both on
+        ("masks.padding", translate("masks.padding_switch", lang), True),
+        ("masks.look_ahead", translate("masks.look_ahead_switch", lang), True)]
     assert at.segmented_control(key="masks.section").value == "matrices"
-    assert len(at.get("plotly_chart")) == 1  # the three masks, as one figure
+    assert len(at.get("plotly_chart")) == 3  # the three masks
     assert at.get("page_link")[0].proto.page.strip("/") == "training"
     assert at.selectbox(key="batch.sentence").value == 0
 
@@ -102,10 +100,9 @@ def test_masks_are_shown_as_true_false_matrices(app):
     expected[:, 4:] = 0
     assert (z_of(combined) == expected).all()
     trace = padding["data"][0]
-    assert trace["text"][0][0] == "T" and trace["text"][0][5] == "F"  # 25 a side: letters
-    assert trace["texttemplate"] == "%{text}"
-    # 25 a side: the hover gives positions (the axes name the tokens), nothing per cell to send
-    assert trace.get("customdata") is None and "%{text}" in trace["hovertemplate"]
+    assert trace["text"][0][0] == "True" and trace["text"][0][5] == "False"  # what the hover says
+    assert trace.get("texttemplate") is None  # 25 a side: no words painted in 625 cells
+    assert trace["customdata"][0][5] == ["h", "&lt;pad&gt;"] and "%{text}" in trace["hovertemplate"]
     assert ticks(padding)[:4] == ["h", "i", "!", "&lt;pad&gt;"]
 
 
@@ -141,6 +138,19 @@ def test_padding_mask_on_zeroes_pad_columns_and_off_leaks(app):
     assert (z_of(chart(at, "attention_encoder_1"))[:, pads] == 0).all()
     assert any("%" in c and "`<pad>`" in c for c in captions(at))
     assert (z_of(chart(at, "matrix_padding")) == 1).all()
+
+
+def test_marked_cells_are_one_trace_each_and_no_picture_has_shapes(app):
+    """What the browser paints: every ✕ or orange frame is a point of one scatter trace (never a shape
+    per cell), and no picture carries shapes or annotations."""
+    at = open_masks(app, sent="2", mask_pad="false")  # "hi!": 3 real tokens, 22 <pad>
+    for key in CHARTS:
+        figure = chart(at, key)
+        assert not figure["layout"].get("shapes") and not figure["layout"].get("annotations"), key
+        assert len(figure["data"]) <= 3, key
+    leaked = chart(at, "attention_encoder_0")["data"]
+    assert [trace["type"] for trace in leaked] == ["heatmap", "scatter"]
+    assert leaked[1]["marker"]["symbol"] == "square-open" and len(values(leaked[1]["x"])) == 25 * 22
 
 
 def test_look_ahead_mask_on_hides_the_future_and_off_sees_it(app):
@@ -237,7 +247,7 @@ def test_bad_input_never_breaks_the_page(app, name, lang):
         assert translate("common.input.truncated", lang, limit=48) in warnings
     if name == "many_lines":
         assert translate("common.input.too_many_lines", lang, limit=8, count=12) in warnings
-    assert len(at.get("plotly_chart")) == 1
+    assert len(at.get("plotly_chart")) == 3
     for figure in (chart(at, "matrix_padding"), chart(at, "attention_encoder_0")):
         labels = "".join(ticks(figure))
         assert "<b>" not in labels and "<s>" not in labels and "<script>" not in labels
@@ -246,7 +256,7 @@ def test_bad_input_never_breaks_the_page(app, name, lang):
 def test_without_a_model_the_masks_still_show(app, monkeypatch, tmp_path):
     monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
     at = open_masks(app)
-    assert len(at.get("plotly_chart")) == 1
+    assert len(at.get("plotly_chart")) == 3
     assert (z_of(chart(at, "matrix_padding"))[:, :11] == 1).all()
     show(at, "effect")
     assert any(i.value == text("effect.no_model") for i in at.info) and not at.get("plotly_chart")
@@ -262,7 +272,7 @@ def test_the_batch_is_shared_with_the_tokens_page_and_survives_page_switches(app
     assert at.selectbox(key="batch.sentence").value == 1
     clean(at.switch_page("app_pages/masks.py").run())
     assert at.text_area(key="batch.text").value == "abc\nab"
-    assert at.pills(key="masks.switches").value == ["look_ahead"]
+    assert at.toggle(key="masks.padding").value is False and at.toggle(key="masks.look_ahead").value is True
     assert at.query_params["mask_pad"] in ("false", ["false"])
 
 
@@ -283,6 +293,7 @@ def test_small_masks_spell_out_true_and_false(app):
     at = open_masks(app, batch="abc\nab", sent="1")
     trace = chart(at, "matrix_padding")["data"][0]
     assert trace["text"][0] == ["True", "True", "False"]
-    assert trace["customdata"][0][2] == ["a", "&lt;pad&gt;", "False"]  # small: the hover names the tokens
+    assert trace["texttemplate"] == "%{text}"  # 3 a side: the words are written in the cells
+    assert trace["customdata"][0][2] == ["a", "&lt;pad&gt;"]  # the hover names the tokens
     zh = open_masks(app, lang="zh", batch="abc\nab", sent="1")
     assert chart(zh, "matrix_padding")["data"][0]["text"][0][2] == translate("masks.matrices.false", "zh")

@@ -122,8 +122,9 @@ def test_pair_extremes(app, pair):
     np.testing.assert_allclose(sin, table_z(at)[:, 2 * pair], atol=1e-6)
     np.testing.assert_allclose(cos, table_z(at)[:, 2 * pair + 1], atol=1e-6)
     wavelength = 2 * np.pi * 10000 ** (2 * pair / 64)
-    label = at.slider(key="positional.pair").label  # the pair's numbers are the slider's label
-    assert f"{wavelength:,.1f}" in label and f"i = {pair}**" in label and f"{2 * pair + 1}" in label
+    assert at.slider(key="positional.pair").label == translate("positional.table.pair", "en")
+    (status,) = [m.value for m in at.markdown if m.value.startswith("Pair **i = ")]  # the pair's numbers
+    assert f"{wavelength:,.1f}" in status and f"i = {pair}**" in status and f"{2 * pair + 1}" in status
 
 
 def test_shrinking_d_model_keeps_the_pair_in_range(app):

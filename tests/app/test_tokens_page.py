@@ -1,7 +1,7 @@
 """The tokens page under AppTest, on a small random model written for the test (no training).
 
-The checks read what the page shows: the batch tables (HTML), the embedding figures (plotly JSON),
-warnings and the URL.
+The checks read what the page shows: the batch tables (HTML), their captions, the embedding figures
+(plotly JSON), warnings and the URL.
 """
 from __future__ import annotations
 
@@ -27,13 +27,14 @@ def open_tokens(app, **query: str) -> AppTest:
 
 
 def tables(at: AppTest) -> list[str]:
-    """The HTML of the page's tables: batch tokens, batch ids (one element, two tables), the chosen sentence."""
-    bodies = [h.proto.body for h in at.get("html")]
-    if not bodies:
-        return []
-    tokens, ids = bodies[0].split('<div class="tp-batch-ids">')
-    assert tokens.startswith('<div class="tp-batch-tokens">')
-    return [tokens, ids, *bodies[1:]]
+    """The HTML of the page's tables: batch tokens, batch ids, the chosen sentence."""
+    return [h.proto.body for h in at.get("html")]
+
+
+def batch_caption(at: AppTest) -> str:
+    """The caption under the batch's tables: what the side is and its shape."""
+    (caption,) = [c.value for c in at.caption if "(B, " in c.value]
+    return caption
 
 
 def chart(at: AppTest, key: str) -> dict:
@@ -72,7 +73,7 @@ def test_the_three_sides_of_the_batch(app):
     clean(at.segmented_control(key="tokens.side").set_value("labels").run())
     tokens = tables(at)[0]
     assert tokens.count("&lt;eos&gt;") == 3 and "&lt;bos&gt;" not in tokens
-    assert "(B, T) = (3, 26)" in tables(at)[1]  # the side's caption, under its tables
+    assert "(B, T) = (3, 26)" in batch_caption(at)  # the side's caption, under its tables
 
 
 def test_the_decoder_side_follows_the_task(app):
@@ -140,7 +141,7 @@ def test_bad_input_is_explained_and_shown_safely(app, name, lang):
     assert "<b>" not in html and "<script>" not in html and "<s>" not in html
     if name == "long":
         assert translate("common.input.truncated", lang, limit=48) in warnings
-        assert html.count("<tr>") > 0 and "(1, 48)" in tables(at)[1]
+        assert html.count("<tr>") > 0 and "(1, 48)" in batch_caption(at)
     if name == "many_lines":
         assert translate("common.input.too_many_lines", lang, limit=8, count=12) in warnings
         assert "line 7" in [o for o in at.selectbox(key="batch.sentence").options][-1]

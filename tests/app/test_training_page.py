@@ -1,5 +1,5 @@
 """The training page under AppTest: settings and URL, start / pause / stop, page switches, the
-cheating experiment, results, the queue, and bad settings refused with a sentence.
+cheating experiment, results, the queue, and bad settings refused with the engine's sentence.
 
 AppTest gives every simulated session the same id, so session-scoped caches (where the page
 keeps its run) would leak from one test into the next: each test starts and ends by releasing
@@ -14,11 +14,12 @@ from streamlit.runtime.caching import cache_resource_api
 from streamlit.testing.v1 import AppTest
 
 from tests.app.apptest_helpers import clean, open_script, texts
+from model import training as engine
 from model.training import TrainingRun
-from ui import training_session as ts
-from ui import training_status
-from ui import training_view as view
 from ui.i18n import translate
+from ui.training import panel as view
+from ui.training import session as ts
+from ui.training import status as training_status
 from ui.url_state import markdown_literal
 
 APPTEST_SESSION_ID = "test session id"
@@ -80,8 +81,9 @@ def start(at: AppTest) -> AppTest:
 def test_page_explains_and_plans_the_schedule_in_both_languages(app, lang):
     at = open_training(app, lang=lang)
     assert at.title[0].value == translate("training.title", lang)
-    assert r"\min" in at.latex[0].value  # the Noam formula; the worked peak is the warmup slider's label
-    assert r"\mathrm{lr}_{\max}" in at.slider(key="training.warmup").label
+    assert r"\min" in at.latex[0].value  # the Noam formula; the worked peak is the caption under the slider
+    assert at.slider(key="training.warmup").label == translate("training.settings.warmup", lang)
+    assert any(r"\mathrm{lr}_{\max}" in c for c in texts(at.caption))
     assert translate("training.schedule.peak_caption", lang) in texts(at.caption)
     assert len(charts(at)) == 1  # the planned curve
     sizes = at.radio(key="training.preset").options
@@ -97,11 +99,18 @@ def test_settings_are_mirrored_in_the_url_and_shape_the_peak(app):
     assert at.slider(key="training.warmup").value == 50
     assert at.toggle(key="training.ahead").value is False
     peak = 64 ** -0.5 * 50 ** -0.5
-    label = at.slider(key="training.warmup").label
-    assert r"\mathrm{lr}_{\max}" in label and f"{peak:.3g}" in label and "50^{-0.5}" in label
+
+    def worked(a: AppTest) -> str:
+        found = [c for c in texts(a.caption) if r"\mathrm{lr}_{\max}" in c]
+        assert len(found) == 1, texts(a.caption)
+        return found[0]
+
+    assert f"{peak:.3g}" in worked(at) and "50^{-0.5}" in worked(at)
+    assert worked(at) == translate("training.schedule.peak_worked", "en", worked=view.worked_peak(64, 50, 1.0))
     clean(at.slider(key="training.warmup").set_value(400).run())
     assert at.query_params["tr_warmup"] in ("400", ["400"])
-    assert "400^{-0.5}" in at.slider(key="training.warmup").label
+    assert "400^{-0.5}" in worked(at)
+    assert at.slider(key="training.warmup").label == translate("training.settings.warmup", "en")  # no status in it
     expected = translate("training.schedule.peak_after_cap", "en", warmup=400, steps=300)
     assert expected in texts(at.warning)
 
@@ -117,9 +126,9 @@ def test_bad_settings_in_the_link_are_refused_with_a_message(app):
 
 def test_a_setting_the_engine_refuses_blocks_start_with_a_sentence(app, monkeypatch):
     at = open_training(app)
-    monkeypatch.setattr(ts, "PAGE_MAX_STEPS", 10)  # the page's default step cap is now too many
+    monkeypatch.setattr(engine, "MAX_STEPS", 10)  # the engine now refuses the page's default step cap
     clean(at.run())
-    sentence = translate("training.problem.steps", "en", limit=10)
+    sentence = translate("training.invalid.max_steps", "en", limit=10)
     assert sentence in texts(at.error)
     assert at.button(key="training.start").disabled is True
     assert at.button(key="training.cheat").disabled is True

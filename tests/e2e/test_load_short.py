@@ -69,7 +69,7 @@ def test_a_session_sends_widget_states_as_the_browser_does(load_server):
     try:
         session.open("masks", "lang=en")
         assert "mask_pad=true" in session.query_string
-        session.change("masks.switches")  # the padding pill: off
+        session.change("masks.padding")  # the padding switch: off
         assert "mask_pad=false" in session.query_string
         session.follow_link("positional-encoding")
         assert session.current_path == "positional-encoding"

@@ -9,7 +9,7 @@ connection simply cut, as a laptop lid does. Afterwards:
 * no training thread is alive in the server process. Python 3.11 does not give OS threads the
   ``threading`` name (``/proc/PID/task/*/comm`` says ``python`` for all of them), so the count
   comes from the training page itself: with ``TP_TRAINING_DEBUG=1`` it prints
-  ``training-threads-alive: N`` (``ui.training_session.alive_training_threads``);
+  ``training-threads-alive: N`` (``ui.training.session.alive_training_threads``);
 * the server's RSS is back near its baseline (see :data:`RSS_SLACK_MB`);
 * the server counts no connected session (``/_stcore/metrics``).
 

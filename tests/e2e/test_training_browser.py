@@ -90,7 +90,8 @@ def test_live_run_charts_page_switch_and_stop(open_tab, wait_for_app, screenshot
     expect(p.locator(CHART)).to_have_count(5 + 2, timeout=90 * MS)  # planned, 4 live charts, 2 heads
     loss = p.locator(CHART).nth(1)
     canvases = [p.locator(CHART).nth(i).locator("canvas, svg").first.element_handle() for i in range(7)]
-    first_step, first_loss = step_now(p), loss.screenshot()
+    first_loss = loss.screenshot()  # (it waits for the chart to stand still: read the step after it)
+    first_step = step_now(p)
     wait_for(lambda: step_now(p) >= first_step + 5)
     assert loss.screenshot() != first_loss  # the loss chart changed...
     assert all(c.evaluate("e => e.isConnected") for c in canvases)  # ...in place, nothing remounted

@@ -1,12 +1,19 @@
-"""Training engine: thread control, reproducibility, isolation, caps and the slot queue."""
+"""Training engine: thread control, reproducibility, isolation, caps, the slot queue, and the one
+check of training settings (``TrainingConfig.problem``)."""
+import math
 import threading
 import time
 
+import numpy as np
 import pytest
 import torch
 
+from model.config import InvalidConfig, Problem, TransformerConfig
 from model.run_slots import RunSlots
-from model.training import TrainingConfig, TrainingRun
+from model.training import (
+    MAX_BATCH_SIZE, MAX_STEPS, MESSAGES, RunSnapshot, RunStatus, TrainingConfig, TrainingRun, loss_floor,
+    parameter_count, pattern_score, vocab_size,
+)
 
 FAST = dict(task="copy", task_max_len=6, preset="tiny", batch_size=16, eval_every=10, eval_size=20,
             probe_every=5, dropout=0.1, max_seconds=60)
@@ -99,16 +106,77 @@ def test_nan_loss_fails_the_run_with_a_reason():
     assert snap.state == "failed" and "loss became nan" in snap.reason
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    (dict(warmup=0), "Warmup"),
-    (dict(batch_size=100_000), "batch size"),
-    (dict(task="translate"), "valid task names"),
-    (dict(preset="huge"), "model size"),
-    (dict(label_smoothing=1.0), "smoothing"),
+@pytest.mark.parametrize("kwargs, words, problem", [
+    (dict(warmup=0), "Warmup", Problem("warmup", {})),
+    (dict(batch_size=100_000), "batch size", Problem("batch_size", {"limit": MAX_BATCH_SIZE})),
+    (dict(batch_size=0), "batch size", Problem("batch_size", {"limit": MAX_BATCH_SIZE})),
+    (dict(task="translate"), "valid task names",
+     Problem("task", {"task": "translate", "tasks": "copy, reverse, sort, dates"})),
+    (dict(preset="huge"), "model size", Problem("preset", {"preset": "huge", "presets": "tiny, small"})),
+    (dict(label_smoothing=1.0), "smoothing", Problem("label_smoothing", {})),
+    (dict(factor=0.0), "factor", Problem("factor", {})),
+    (dict(factor=math.inf), "factor", Problem("factor", {})),
+    (dict(dropout=1.0), "dropout", Problem("dropout", {"value": "1.0"})),
+    (dict(max_steps=0), "step cap", Problem("max_steps", {"limit": MAX_STEPS})),
+    (dict(max_steps=MAX_STEPS + 1), "step cap", Problem("max_steps", {"limit": MAX_STEPS})),
+    (dict(max_seconds=0), "time cap", Problem("max_seconds", {})),
+    (dict(eval_size=0), "Evaluation", Problem("evaluation", {})),
+    (dict(probe_every=0), "probe", Problem("probe_every", {})),
+    (dict(target_accuracy=1.5), "target accuracy", Problem("target_accuracy", {})),
+    (dict(seed=-1), "seed", Problem("seed", {})),
+    (dict(warmup=True), "Warmup", Problem("warmup", {})),  # a bool is not a step count
 ])
-def test_bad_settings_are_refused_with_a_sentence(kwargs, words):
-    with pytest.raises(ValueError, match=words):
+def test_bad_settings_are_refused_with_a_sentence_and_a_code(kwargs, words, problem):
+    with pytest.raises(ValueError, match=words) as info:
         TrainingConfig(**kwargs)
+    assert isinstance(info.value, InvalidConfig) and info.value.problem == problem
+    assert str(info.value) == MESSAGES[problem.code].format(**problem.values)
+
+
+def test_a_bad_task_option_is_refused_with_the_tasks_own_sentence():
+    with pytest.raises(InvalidConfig) as info:
+        TrainingConfig(task="dates", task_max_len=4)
+    assert info.value.problem.code == "task_options" and "dates task" in info.value.problem.values["detail"]
+
+
+def test_model_sizes_are_checked_by_the_same_rules_as_a_training_config():
+    with pytest.raises(InvalidConfig) as info:
+        TransformerConfig(10, 10, d_model=30, n_heads=4)
+    assert info.value.problem == Problem("heads_split", {"d_model": 30, "n_heads": 4})
+    assert "split evenly" in str(info.value)
+    assert TransformerConfig(10, 10).problem() is None and TrainingConfig().problem() is None
+
+
+def test_a_snapshot_is_the_status_with_the_history():
+    run = TrainingRun(TrainingConfig(max_steps=3, **FAST), device="cpu")
+    snap = run.train_until_done()
+    status = run.status()
+    assert isinstance(snap, RunStatus) and isinstance(snap, RunSnapshot) and type(status) is RunStatus
+    assert snap.loss == snap.losses[-1] == status.loss and not snap.live and not status.live
+    assert RunStatus("queued", "", 0, 5, None).live and RunStatus("running", "", 1, 5, 2.0).live
+
+
+def test_parameter_counts_match_a_real_model():
+    run = TrainingRun(TrainingConfig(task="dates", preset="tiny", max_steps=1), device="cpu")
+    assert parameter_count("dates", "tiny") == run.model.num_params()
+    assert parameter_count("copy", "small") > parameter_count("copy", "tiny")
+
+
+def test_loss_floor_is_the_entropy_of_the_smoothed_target():
+    assert loss_floor("copy", 0.0) == 0.0
+    eps, others = 0.1, vocab_size("copy") - 2
+    q = np.array([1 - eps] + [eps / others] * others)
+    assert loss_floor("copy", eps) == pytest.approx(-(q * np.log(q)).sum())
+
+
+def test_pattern_scores_measure_the_copy_and_reverse_lines():
+    eye = np.eye(4)
+    assert pattern_score(eye, "diagonal") == 1.0
+    assert pattern_score(eye[::-1], "anti") == 1.0
+    assert pattern_score(np.full((4, 4), 0.25), "diagonal") == 0.25
+    run = TrainingRun(TrainingConfig(max_steps=1, **FAST), device="cpu")
+    probe = run.train_until_done().probes[-1]
+    assert probe.weights().shape == (1, 2, len(run.snapshot().probe_tgt_tokens), len(run.snapshot().probe_src_tokens))
 
 
 def test_slots_cap_concurrent_runs_and_queue_the_rest_in_order():

@@ -1,29 +1,31 @@
-"""The training page's run ownership (ui.training_session) and chart data (ui.training_charts).
+"""The training page's Streamlit side: run ownership (ui.training.session), the sidebar's status
+(ui.training.status), the engine's settings problems in words (ui.training.panel) and the planned
+curve's data (ui.training.charts).
 
 A run belongs to one browser session, is stopped when Streamlit releases that session's cache,
 never sees another session's run, and waits in the process-wide queue when the slots are full.
 """
 from __future__ import annotations
 
-import json
-import math
+import string
 import time
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from streamlit.runtime.caching import cache_resource_api
 from streamlit.testing.v1 import AppTest
 
+from figures import training as fig
 from model.checkpoint import CheckpointError
+from model.config import Problem
 from model.run_slots import RunSlots
 from model.schedule import noam_lr
-from model.training import TrainingConfig, TrainingRun
-from ui import training_charts as charts
-from ui import training_session as ts
-from ui import training_status
-from ui.i18n import translate
+from model.training import MAX_BATCH_SIZE, MAX_STEPS, MESSAGES, RunStatus, TrainingConfig, TrainingRun
+from ui.i18n import load_catalogs, translate
+from ui.training import charts, panel
+from ui.training import session as ts
+from ui.training import status as training_status
 from ui.url_state import markdown_literal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,49 +78,82 @@ def test_limits_come_from_the_environment_with_safe_fallbacks():
 
 def test_page_settings_become_a_config_with_the_server_caps(monkeypatch):
     monkeypatch.setenv(ts.ENV_MAX_SECONDS, "42")
-    config, problem = ts.make_config(ts.Settings(task="reverse", warmup=50, max_steps=400))
-    assert problem is None
+    settings = ts.Settings(task="reverse", warmup=50, max_steps=400)
+    assert settings.problem() is None
+    config = settings.to_config()
     assert (config.task, config.warmup, config.max_steps, config.max_seconds) == ("reverse", 50, 400, 42.0)
     assert 10 <= config.eval_every <= 100 and 5 <= config.probe_every <= 50
 
 
 @pytest.mark.parametrize(
-    "change, key",
+    "change, problem",
     [
-        (dict(warmup=0), "training.problem.warmup"),
-        (dict(batch_size=100_000), "training.problem.batch"),
-        (dict(batch_size=0), "training.problem.batch"),
-        (dict(factor=0.0), "training.problem.factor"),
-        (dict(label_smoothing=1.0), "training.problem.smoothing"),
-        (dict(max_steps=0), "training.problem.steps"),
-        (dict(max_steps=ts.PAGE_MAX_STEPS + 1), "training.problem.steps"),
-        (dict(seed=-1), "training.problem.seed"),
-        (dict(task="poetry"), "training.problem.task"),
-        (dict(preset="huge"), "training.problem.preset"),
+        (dict(warmup=0), Problem("warmup", {})),
+        (dict(batch_size=100_000), Problem("batch_size", {"limit": MAX_BATCH_SIZE})),
+        (dict(batch_size=0), Problem("batch_size", {"limit": MAX_BATCH_SIZE})),
+        (dict(factor=0.0), Problem("factor", {})),
+        (dict(label_smoothing=1.0), Problem("label_smoothing", {})),
+        (dict(max_steps=0), Problem("max_steps", {"limit": MAX_STEPS})),
+        (dict(max_steps=MAX_STEPS + 1), Problem("max_steps", {"limit": MAX_STEPS})),
+        (dict(seed=-1), Problem("seed", {})),
+        (dict(task="poetry"), Problem("task", {"task": "poetry", "tasks": "copy, reverse, sort, dates"})),
+        (dict(preset="huge"), Problem("preset", {"preset": "huge", "presets": "tiny, small"})),
     ],
 )
-def test_bad_settings_are_refused_with_a_translated_sentence(change, key):
-    from ui.i18n import translate
-
-    config, problem = ts.make_config(ts.Settings(**change))
-    assert config is None and problem[0] == key
+def test_bad_settings_are_refused_by_the_engine_with_a_translated_sentence(change, problem, monkeypatch):
+    settings = ts.Settings(**change)
+    assert settings.problem() == problem  # the engine's own answer: the page checks nothing itself
+    key, args = panel.problem_message(problem)
+    assert key == f"training.invalid.{problem.code}"
     for lang in ("en", "zh"):
-        assert translate(problem[0], lang, **problem[1])  # exists and formats in both languages
+        monkeypatch.setattr(panel, "t", lambda k, **a: translate(k, lang, **a))
+        text = panel.problem_text(problem)
+        assert text == translate(key, lang, **args) and text != key  # exists and formats in both languages
 
 
-def test_parameter_counts_match_a_real_model():
-    from model.training import TrainingRun
-
-    run = TrainingRun(TrainingConfig(task="dates", preset="tiny", max_steps=1), device="cpu")
-    assert ts.parameter_count("dates", "tiny") == run.model.num_params()
-    assert ts.parameter_count("copy", "small") > ts.parameter_count("copy", "tiny")
+def fields(text: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(text) if name}
 
 
-def test_loss_floor_is_the_entropy_of_the_smoothed_target():
-    assert ts.loss_floor("copy", 0.0) == 0.0
-    eps, others = 0.1, ts._vocab_size("copy") - 2
-    q = np.array([1 - eps] + [eps / others] * others)
-    assert ts.loss_floor("copy", eps) == pytest.approx(-(q * np.log(q)).sum())
+def test_every_problem_the_engine_can_name_has_a_sentence_in_both_languages():
+    catalogs = load_catalogs()
+    for code, english in MESSAGES.items():
+        for lang in ("en", "zh"):
+            sentence = catalogs[lang].get(f"training.invalid.{code}")
+            assert sentence, (code, lang)
+            assert fields(sentence) <= fields(english), (code, lang)  # it names only values the engine gives
+
+
+def test_problem_values_from_user_text_are_escaped():
+    _, args = panel.problem_message(Problem("task", {"task": "*bold* [x](y)", "tasks": "copy"}))
+    assert args["task"] == markdown_literal("*bold* [x](y)") and r"\*bold\*" in args["task"]
+
+
+def test_the_planned_curve_peaks_at_warmup_with_the_paper_formula():
+    curves = (("a", 400), ("b", 4000))
+    datasets = charts.planned_datasets(32, 1.0, 3000, curves)
+    assert set(datasets) == {"curve", "peak"} and all(isinstance(v, pa.Table) for v in datasets.values())
+    frame = datasets["curve"].to_pandas()
+    a = frame[frame.series == "a"]
+    top = a.loc[a.lr.idxmax()]
+    assert top.step == 400
+    assert top.lr == pytest.approx(32 ** -0.5 * 400 ** -0.5) == pytest.approx(noam_lr(400, 32, 400))
+    assert len(a) <= fig.MAX_POINTS + 1
+    assert datasets["peak"].column("series").to_pylist() == ["a"]  # warmup 4000 is never reached within 3000 steps
+    assert datasets["peak"].column("label").to_pylist() == [f"{32 ** -0.5 * 400 ** -0.5:.2e}"]
+
+
+def test_the_worked_peak_and_latex_numbers():
+    assert panel.latex_number(0.0125) == "0.0125"
+    assert panel.latex_number(8.8388e-4) == r"8.84 \times 10^{-4}"
+    worked = panel.worked_peak(64, 50, 1.0)
+    assert r"\mathrm{lr}_{\max}" in worked and "50^{-0.5}" in worked and f"{64 ** -0.5 * 50 ** -0.5:.3g}" in worked
+
+
+def test_the_page_draws_charts_with_public_streamlit_api_and_imports_normally():
+    for path in sorted((ROOT / "ui" / "training").glob("*.py")):
+        source = path.read_text()
+        assert "dataframe_util" not in source and "sys.modules" not in source, path
 
 
 # ------------------------------------------------------------------ one session's run
@@ -241,13 +276,13 @@ def test_a_failed_run_hands_out_no_checkpoint(sessions, monkeypatch):
 # ------------------------------------------------------------------ the sidebar's status line
 
 
-def sidebar_case(state: str, **changes) -> training_status.RunSnapshot:
-    base = dict(model_name="copy-tiny-1", state=state, step=42, total_steps=600, loss=1.23456)
-    return training_status.RunSnapshot(**{**base, **changes})
+def sidebar_case(state: str, **changes) -> RunStatus:
+    base = dict(state=state, reason="", step=42, max_steps=600, loss=1.23456)
+    return RunStatus(**{**base, **changes})
 
 
 REASON = "RuntimeError: weights *exploded* at <b>step</b> #43 [x](y) $1$"
-SIDEBAR_CASES = [  # (snapshot, catalog key, its arguments, refreshes by itself?)
+SIDEBAR_CASES = [  # (status, catalog key, its arguments, refreshes by itself?)
     (sidebar_case("queued", step=0, loss=None, queue_position=2, queue_waiting=3), "common.training.queued",
      dict(model="copy-tiny-1", position=2, waiting=3), True),
     (sidebar_case("queued", step=0, loss=None), "common.training.queued_no_place", dict(model="copy-tiny-1"), True),
@@ -272,10 +307,10 @@ SIDEBAR_CASES = [  # (snapshot, catalog key, its arguments, refreshes by itself?
 def test_the_sidebar_says_which_state_the_run_is_in(monkeypatch, lang):
     monkeypatch.setattr(training_status, "t", lambda key, **args: translate(key, lang, **args))
     said = []
-    for snapshot, key, args, live in SIDEBAR_CASES:
-        text = training_status.status_text(snapshot)
+    for status, key, args, live in SIDEBAR_CASES:
+        text = training_status.status_text("copy-tiny-1", status)
         assert text == translate(key, lang, **args) and text != key, (key, text)
-        assert snapshot.running is live, snapshot.state  # only queued and running refresh themselves
+        assert status.live is live, status.state  # only queued and running refresh themselves
         said.append(text)
     assert len(set(said)) == len(said)  # no two states read the same
     failed = said[-1]
@@ -283,17 +318,17 @@ def test_the_sidebar_says_which_state_the_run_is_in(monkeypatch, lang):
 
 
 def test_the_sidebar_reads_the_cheap_status_not_the_history(sessions, monkeypatch):
-    assert training_status.current_run_snapshot() is None  # no session: nothing to say
+    assert training_status.current_run() is None  # no session: nothing to say
     session = sessions(RunSlots(1))
     monkeypatch.setattr(ts, "peek_session", lambda: session)
-    assert training_status.current_run_snapshot() is None  # a session without a run
+    assert training_status.current_run() is None  # a session without a run
     fail_after(monkeypatch, 2, "boom")
     session.start(long_config())
     assert wait_until(lambda: not session.live)
     monkeypatch.setattr(session.run, "snapshot", lambda: pytest.fail("the sidebar copied the whole history"))
-    snap = training_status.current_run_snapshot()
-    assert (snap.model_name, snap.state, snap.step, snap.reason) == ("copy-tiny-1", "failed", 2, "RuntimeError: boom")
-    assert snap.total_steps == 100_000 and snap.loss is not None and not snap.running
+    model, status = training_status.current_run()
+    assert (model, status.state, status.step, status.reason) == ("copy-tiny-1", "failed", 2, "RuntimeError: boom")
+    assert status.max_steps == 100_000 and status.loss is not None and not status.live
 
 
 # ------------------------------------------------------------------ ownership by the browser session
@@ -301,7 +336,7 @@ def test_the_sidebar_reads_the_cheap_status_not_the_history(sessions, monkeypatc
 _APP = """
 import streamlit as st
 from model.training import TrainingConfig
-from ui.training_session import session_training
+from ui.training.session import session_training
 
 session = session_training()
 if st.button("start", key="start"):
@@ -333,7 +368,7 @@ def test_each_browser_session_owns_its_run_and_releasing_it_stops_the_thread(mon
 
 
 def test_the_session_cache_is_declared_with_a_release_hook():
-    source = (ROOT / "ui" / "training_session.py").read_text()
+    source = (ROOT / "ui" / "training" / "session.py").read_text()
     assert '@st.cache_resource(scope="session", on_release=_release' in source
 
 
@@ -342,10 +377,8 @@ def test_the_session_cache_is_declared_with_a_release_hook():
 
 def test_every_checkpoint_error_has_one_sentence_in_both_languages():
     from model.checkpoint import MESSAGES
-    from ui.i18n import translate
 
-    assert set(ts.CHECKPOINT_REASONS) == set(MESSAGES)
-    for reason in ts.CHECKPOINT_REASONS:
+    for reason in MESSAGES:
         error = CheckpointError.__new__(CheckpointError)
         error.reason = reason
         key = ts.checkpoint_error_key(error)
@@ -377,75 +410,3 @@ def test_upload_names_are_tidy_and_never_a_shipped_name(monkeypatch):
     assert ts.model_name_problem("  ")[0] == "training.use.bad_name"
     assert ts.model_name_problem("x" * 41)[0] == "training.use.bad_name"
     assert ts.model_name_problem("copy-tiny-1") is None
-
-
-# ------------------------------------------------------------------ chart data
-
-
-def test_bucket_means_keep_short_series_and_shrink_long_ones():
-    steps, values = charts.bucket_means([1.0, 2.0, 3.0])
-    assert steps.tolist() == [1, 2, 3] and values.tolist() == [1.0, 2.0, 3.0]
-    long = np.arange(1, 10_001, dtype=float)
-    steps, values = charts.bucket_means(long, limit=100)
-    assert len(steps) == 100 and steps[-1] == 10_000
-    assert values.mean() == pytest.approx(long.mean())
-
-
-def test_planned_curve_peaks_at_warmup_with_the_paper_formula():
-    curves = (("a", 400), ("b", 4000))
-    frame = charts.planned_curves(32, 1.0, 3000, curves).to_pandas()
-    a = frame[frame.series == "a"]
-    top = a.loc[a.lr.idxmax()]
-    assert top.step == 400
-    assert top.lr == pytest.approx(32 ** -0.5 * 400 ** -0.5) == pytest.approx(noam_lr(400, 32, 400))
-    assert len(a) <= charts.MAX_POINTS + 1
-    peaks = charts.peak_points(32, 1.0, 3000, curves)
-    assert peaks.column("series").to_pylist() == ["a"]  # warmup 4000 is never reached within 3000 steps
-
-
-def test_planned_datasets_are_the_tables_serialised_once():
-    curves = (("a", 400), ("b", 800))
-    datasets = charts.planned_datasets(32, 1.0, 3000, curves)
-    assert datasets is charts.planned_datasets(32, 1.0, 3000, curves)  # cached: built once per process
-    for name, table in (("curve", charts.planned_curves(32, 1.0, 3000, curves)),
-                        ("peak", charts.peak_points(32, 1.0, 3000, curves))):
-        assert isinstance(datasets[name], bytes)
-        assert pa.ipc.open_stream(datasets[name]).read_all().equals(table)
-
-
-def test_run_series_become_small_tables():
-    table = charts.series_table([("this", [4.0] * 5000), ("before", [1.0, 2.0])], "loss")
-    assert table.column_names == ["step", "loss", "series"]
-    assert table.num_rows == charts.MAX_POINTS + 2
-    assert table.column("step").to_pylist()[charts.MAX_POINTS - 1] == 5000
-    evals = charts.eval_table([("this", [(10, 0.5), (20, 1.0)])])
-    assert evals.to_pydict() == {"step": [10, 20], "accuracy": [0.5, 1.0], "series": ["this", "this"]}
-    assert charts.series_table([], "loss").num_rows == 0
-
-
-def test_latex_numbers_and_pattern_scores():
-    assert charts.latex_number(0.0125) == "0.0125"
-    assert charts.latex_number(8.8388e-4) == r"8.84 \times 10^{-4}"
-    eye = np.eye(4)
-    assert charts.diagonal_score(eye, "diagonal") == 1.0
-    assert charts.diagonal_score(eye[::-1], "anti") == 1.0
-    assert charts.diagonal_score(np.full((4, 4), 0.25), "diagonal") == 0.25
-
-
-def test_attention_spec_labels_every_position_even_repeated_tokens():
-    src, tgt = ["l", "l", " ", '"'], ["<bos>", "l"]
-    spec = charts.attention_spec(src, tgt, dataset="w", title="t", x_title="x", y_title="y", weight_title="w",
-                                 show_scale=True)
-    expr = spec["encoding"]["x"]["axis"]["labelExpr"]
-    labels = json.loads(expr[: expr.index("[datum.value]")])
-    assert labels == ["l", "l", "␣", '"'] and spec["encoding"]["x"]["scale"]["domain"] == [0, 1, 2, 3]
-    table = charts.attention_table(np.full((2, 4), 0.25))
-    assert table.num_rows == 8 and math.isclose(sum(table.column("weight").to_pylist()), 2.0)
-    assert spec["transform"][0]["calculate"] == '["<bos>", "l"][datum.row]'  # the tooltip's token
-
-
-def test_live_specs_do_not_depend_on_the_data():
-    """The in-place update needs the same spec every second: only the datasets may change."""
-    kw = dict(x_title="step", y_title="lr", series=["this run"], live=True, x_domain=(0, 100))
-    assert charts.lr_spec(**kw) == charts.lr_spec(**kw)
-    assert "datasets" not in charts.lr_spec(**kw)

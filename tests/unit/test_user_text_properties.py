@@ -24,13 +24,16 @@ from model.config import TransformerConfig
 from model.tasks import TASKS, DEFAULT_ALPHABET, get_task
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
-from ui import attention_view as av
-from ui import decoding_view as dv
-from ui import inference
-from ui import positional_view as pv
-from ui import tokens_view as tv
-from ui import training_session as ts
-from figures.labels import token_label
+from explain import attention as xa
+from explain.tasks import expected_output, task_example
+from explain import decoding as dv
+from explain import positional as pv
+from explain import tokens as tv
+from explain.tokens import sentence_frame, side_frames
+from ui.training import session as ts
+from figures.labels import display_token, token_label
+from figures.tokens import kind_table_html
+from ui.head_set import HeadSetParam
 from ui.i18n import LANGS, catalogs, translate
 from explain.text import MAX_CHARS, MAX_LINES, MAX_RAW_CHARS, prepare_sentence, prepare_sentences
 from ui.url_state import (
@@ -172,13 +175,12 @@ def test_markdown_literal_shows_the_text_and_nothing_else(text, limit):
     short = text if len(text) <= limit else text[: limit - 1] + "…"
     expected = BIDI.sub("", re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", "", short)).replace("\n", " ")
     assert visible == expected and len(visible) <= limit
-    assert tv.markdown_safe({"chars": text, "limit": limit}) == {"chars": markdown_literal(text, 80), "limit": limit}
 
 
 PARAMS = [IntParam("i", 2, lo=1, hi=8), IntParam("seed", 0, lo=0, hi=2**31 - 1), FloatParam("f", 1.0, lo=0.0, hi=2.0),
           FloatParam("s", 1.0, lo=0.1, hi=5.0, step=0.1), BoolParam("b", True),
           ChoiceParam("c", "all", choices=("1", "5", "all")), TextParam("t", "hello", max_len=200),
-          av.HeadSetParam("att_off", default=[], choices=tuple(av.all_heads(2, 2)))]
+          HeadSetParam("att_off", default=[], choices=tuple(xa.all_heads(2, 2)))]
 
 
 @PROPERTY
@@ -218,11 +220,14 @@ class _Tags(HTMLParser):
 @given(token=USER_TEXT)
 @example(token=MEGABYTE)
 def test_token_labels_are_escaped_and_visible(token):
-    label, cell, shown = token_label(token), tv.display_token(token), dv.visible(token)
+    label, cell = token_label(token), display_token(token)
     assert all(ch.isprintable() for ch in label + cell)
     assert "<" not in label and ">" not in label
     assert re.fullmatch(r"([^&]|&(lt|gt|amp|quot|#x27);)*", label), "every & starts an entity"
-    assert shown == ("␣" if token == " " else token)
+    if token == " ":
+        assert cell == "␣"  # a lone space cannot vanish
+    else:
+        assert all(ch in cell for ch in token if ch.isprintable())  # printable text stays as typed
 
 
 @PROPERTY
@@ -240,10 +245,11 @@ def test_the_batch_of_any_text_builds_and_its_tables_stay_plain(texts, task):
         assert all(0 <= i < tokenizer.vocab_size for r in rows for i in r.ids)
     assert [r.length for r in batch.source] == [len(s) for s in sentences]
     labels = [f"Sentence {n}" for n in range(len(sentences))]
-    tokens, ids, kinds = tv.side_frames(batch.source, labels)
-    frame, cell_kinds = tv.sentence_frame(batch, 0, {k: k for k in ("chars", "source", "source_ids", "decoder_in",
+    tokens, ids, kinds = side_frames(batch.source, labels)
+    frame, cell_kinds = sentence_frame(batch, 0, {k: k for k in ("chars", "source", "source_ids", "decoder_in",
                                                                   "decoder_in_ids", "labels", "labels_ids")})
-    tables = (tv.table_html(tokens, kinds, "t"), tv.table_html(ids, kinds, "i"), tv.table_html(frame, cell_kinds, "s"))
+    tables = (kind_table_html(tokens, kinds, "t"), kind_table_html(ids, kinds, "i"),
+              kind_table_html(frame, cell_kinds, "s"))
     for html in tables:
         parser = _Tags()
         parser.feed(html)
@@ -267,9 +273,9 @@ def test_every_task_answers_any_text_or_says_it_has_none(text, task):
 def test_views_find_the_task_of_any_checkpoint(text, name):
     for task in ({"name": name}, {}, None, "copy"):
         ckpt = SimpleNamespace(task=task)
-        assert isinstance(av.task_example(ckpt), str)
-        assert av.task_target(ckpt, text) is None or isinstance(av.task_target(ckpt, text), str)
-    assert tv.task_target(name, text) is None or isinstance(tv.task_target(name, text), str)
+        assert isinstance(task_example(ckpt), str)
+        assert expected_output(ckpt, text) is None or isinstance(expected_output(ckpt, text), str)
+    assert tv.batch_target(name, text) is None or isinstance(tv.batch_target(name, text), str)
 
 
 @PROPERTY
@@ -319,11 +325,11 @@ def page_sentence(text: str, max_chars: int) -> str | None:
 def test_attention_views_of_any_sentence(text, target):
     source = page_sentence(text, min(MAX_CHARS, MAX_LEN))  # as the attention page cuts it
     assume(source is not None)
-    view = inference.attention_view(CKPT, source, target, need_details=True)
+    view = xa.attention_view(CKPT, source, target, need_details=True)
     assert view.src_tokens == CKPT.tokenizer.token_strings(CKPT.tokenizer.encode(source)[:MAX_LEN])
     assert isinstance(view.answer, str) and len(view.answer) < MAX_LEN
     assert view.encoder.shape[-1] == len(view.src_tokens) == view.cross.shape[-1]
-    assert inference.greedy_answer(CKPT, source) == view.answer
+    assert xa.greedy_answer(CKPT, source) == view.answer
 
 
 @MODEL_PROPERTY
@@ -334,10 +340,10 @@ def test_decoding_and_teacher_forcing_of_any_sentence(text, target, strategy):
     wanted = page_sentence(target, min(MAX_CHARS, MAX_LEN - 1))
     assume(source is not None)
     assert 1 <= dv.decode_limit(CKPT, source) <= MAX_LEN
-    trace = dv.decode(CKPT, ("properties", id(CKPT)), source, strategy, beam_size=2, temperature=0.7, top_k=5)
+    trace = dv.decode(CKPT, source, strategy, beam_size=2, temperature=0.7, top_k=5)
     assert trace.steps and len(trace.steps) <= trace.max_len and isinstance(trace.output, str)
     if wanted is not None:
-        forced = dv.teacher_forcing(CKPT, ("properties", id(CKPT)), source, wanted)
+        forced = dv.teacher_forcing(CKPT, source, wanted)
         assert len(forced.target_tokens) == len(wanted) + 1  # every character and <eos>
         assert all(0.0 <= p <= 1.0 for p in forced.true_probs)
 
@@ -346,7 +352,7 @@ def test_decoding_and_teacher_forcing_of_any_sentence(text, target, strategy):
 @given(text=USER_TEXT, seed=st.integers(0, 999), use_pe=st.booleans())
 @example(text=MEGABYTE, seed=0, use_pe=True)
 def test_order_blindness_of_any_sentence(text, seed, use_pe):
-    sentence = page_sentence(text, max(1, min(MAX_CHARS, MAX_LEN - 1)))  # tv.char_limit
+    sentence = page_sentence(text, max(1, min(MAX_CHARS, MAX_LEN - 1)))  # ui.widgets.char_limit
     assume(sentence is not None)
     result = pv.order_blindness(CKPT, sentence, seed, use_pe)
     assert sorted(result.order) == list(range(len(result.tokens)))

@@ -1,15 +1,15 @@
-"""ui.positional_view: the seed's worked numbers, distance-only similarity, order blindness, RoPE."""
+"""explain.positional: the seed's worked numbers, distance-only similarity, order blindness, RoPE."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
+from explain import positional as pv
 from model.config import TransformerConfig
 from model.tasks import DEFAULT_ALPHABET
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
-from ui import positional_view as pv
 
 SEED_002 = [0.9093, -0.4161, 0.1987, 0.9801, 0.0200, 0.9998, 0.0020, 0.999998]
 
@@ -40,18 +40,24 @@ def test_worked_example_matches_seed_002():
     np.testing.assert_allclose(table["angle"], [2, 2, 0.2, 0.2, 0.02, 0.02, 0.002, 0.002])
 
 
-def test_worked_example_html_shows_the_values_and_escapes_headers():
-    html = pv.worked_example_html(("dim", "i", "<fn>", "angle", "value"))
-    for text in ("0.909297", "-0.416147", "0.198669", "0.980067", "0.019999", "0.999800", "0.002000", "0.999998"):
-        assert text in html
-    assert "&lt;fn&gt;" in html and "<fn>" not in html
-
-
 def test_table_is_the_models_table():
     table = pv.pe_table(10, 8, 10000.0)
     assert table.shape == (10, 8)
     np.testing.assert_allclose(table[2], SEED_002, atol=5e-5)
     np.testing.assert_allclose(table[:, 0::2] ** 2 + table[:, 1::2] ** 2, 1.0, atol=1e-6)
+
+
+def test_pair_columns_and_wavelength():
+    assert pv.pair_columns(0) == (0, 1) and pv.pair_columns(31) == (62, 63)
+    assert pv.wavelength(0, 64, 10000.0) == pytest.approx(2 * np.pi)
+    assert pv.wavelength(16, 64, 10000.0) == pytest.approx(2 * np.pi * 100)
+
+
+def test_position_similarity_is_the_tables_dot_products():
+    table = pv.pe_table(20, 16, 10000.0)
+    similarity = pv.position_similarity(20, 16, 10000.0)
+    np.testing.assert_allclose(similarity, table @ table.T)
+    np.testing.assert_allclose(np.diag(similarity), 8.0, rtol=1e-6)
 
 
 @pytest.mark.parametrize(("d_model", "base"), [(2, 10.0), (8, 10000.0), (64, 10000.0), (256, 100000.0)])
@@ -102,6 +108,12 @@ def test_with_positional_encoding_order_matters(ckpt):
     assert result.max_output_diff > 1e-3
 
 
+def test_rope_starts_fit_the_matrix():
+    assert pv.rope_starts(50) == (0, 12, 24)
+    assert pv.rope_starts(2) == (0, 1)
+    assert max(pv.rope_starts(128)) < pv.ROPE_MAX_POSITIONS
+
+
 def test_rope_scores_depend_only_on_the_offset():
     rope, additive = pv.rope_scores(16, 10000.0, 12)
     for k in range(-11, 12):
@@ -116,19 +128,3 @@ def test_rope_circle_keeps_the_length_and_turns_by_theta():
     np.testing.assert_allclose(radii, radii[0], rtol=1e-5)
     angles = np.unwrap(np.arctan2(points[:, 1], points[:, 0]))
     np.testing.assert_allclose(np.diff(angles), 1.0, atol=1e-4)  # theta_0 = base^0 = 1 radian
-
-
-def test_figures_are_cached_and_frozen():
-    labels = ("dimension", "position", "%{y}")
-    first = pv.table_figure(20, 8, 10000.0, 1, labels)
-    assert pv.table_figure(20, 8, 10000.0, 1, labels) is first
-    spec = first.to_dict()
-    assert first.to_dict() is spec  # computed once
-    shape = spec["layout"]["shapes"][0]
-    assert (shape["x0"], shape["x1"]) == (1.5, 3.5)  # pair 1 = columns 2 and 3
-
-
-def test_waves_figure_marks_whole_wavelengths():
-    fig = pv.waves_figure(50, 64, 10000.0, 0, ("sin", "cos", "p", "one"))
-    lines = [s for s in fig.to_dict()["layout"]["shapes"] if s["type"] == "line"]
-    assert len(lines) == int(49 // pv.wavelength(0, 64, 10000.0))

@@ -1,15 +1,16 @@
-"""ui.masks_view: the masks as the model builds them, and their effect on real attention."""
+"""explain.masks: the masks as the model builds them, and their effect on real attention."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
+from explain import masks as em
+from explain.tokens import sentence_batch
 from model.config import TransformerConfig
 from model.tasks import DEFAULT_ALPHABET
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
-from ui import masks_view as mv
 
 
 class FakeCheckpoint:
@@ -27,37 +28,57 @@ def ckpt() -> FakeCheckpoint:
     return FakeCheckpoint()
 
 
-def padded(ckpt, text: str, width: int, bos: bool = False) -> list[int]:
+def padded(ckpt, text: str, width: int, bos: bool = False) -> tuple[int, ...]:
     ids = ckpt.tokenizer.encode(text, add_bos=bos)
-    return ids + [0] * (width - len(ids))
+    return tuple(ids + [0] * (width - len(ids)))
 
 
 def test_seed_004_combined_mask_is_computed_correctly():
-    printout, mask = mv.seed_example()
+    printout, mask = em.seed_example()
     assert printout.startswith("tensor([[[[ True, False, False, False, False],")
     expected = np.array([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 0, 0]], bool)
     np.testing.assert_array_equal(mask, expected)  # the seed printed [T, T, T, T, F] in the last two rows
 
 
 def test_mask_set_follows_the_switches():
-    src, tgt = [5, 6, 0], [1, 5, 6, 0]
-    both = mv.mask_set(src, tgt, 0, True, True)
+    src, tgt = (5, 6, 0), (1, 5, 6, 0)
+    both = em.mask_set(src, tgt, 0, True, True)
     np.testing.assert_array_equal(both.padding, np.array([[1, 1, 0]] * 3, bool))
     np.testing.assert_array_equal(both.look_ahead, np.tril(np.ones((4, 4), bool)))
     np.testing.assert_array_equal(both.combined, np.tril(np.ones((4, 4), bool)) & np.array([1, 1, 1, 0], bool))
     assert "tensor([[[[ True,  True, False]]]])" == both.printouts["padding"]
-    pad_only = mv.mask_set(src, tgt, 0, True, False)
+    pad_only = em.mask_set(src, tgt, 0, True, False)
     assert pad_only.look_ahead.all() and pad_only.printouts["look_ahead"] == "None"
     np.testing.assert_array_equal(pad_only.combined, np.array([[1, 1, 1, 0]] * 4, bool))
-    none = mv.mask_set(src, tgt, 0, False, False)
+    ahead_only = em.mask_set(src, tgt, 0, False, True)
+    assert ahead_only.padding.all() and ahead_only.printouts["padding"] == "None"
+    np.testing.assert_array_equal(ahead_only.combined, np.tril(np.ones((4, 4), bool)))
+    none = em.mask_set(src, tgt, 0, False, False)
     assert none.padding.all() and none.combined.all() and none.printouts["combined"] == "None"
+
+
+def test_pair_tokens_take_one_sentence_of_the_padded_batch():
+    batch = sentence_batch(["hello", "hi"], CharTokenizer(DEFAULT_ALPHABET), "copy")
+    pair = em.pair_tokens(batch, 1)
+    assert pair.src_tokens == ("h", "i", "<pad>", "<pad>", "<pad>") and pair.src_pads == 3
+    assert pair.tgt_tokens[:3] == ("<bos>", "h", "i") and pair.tgt_pads == 3 and len(pair.tgt_ids) == 6
+    assert pair.tokens("encoder") == pair.src_tokens and pair.tokens("decoder") == pair.tgt_tokens
+    np.testing.assert_array_equal(pair.real("encoder"), [True, True, False, False, False])
+    np.testing.assert_array_equal(pair.real("decoder"), [True, True, True, False, False, False])
+
+
+def test_flipped_flips_the_switch_of_its_own_kind():
+    assert em.flipped("encoder", True, True) == (False, True)
+    assert em.flipped("decoder", True, True) == (True, False)
+    assert em.flipped("decoder", False, False) == (False, True)
 
 
 def test_padding_mask_zeroes_the_pad_columns(ckpt):
     src, tgt = padded(ckpt, "hi", 6), padded(ckpt, "hi", 6, bos=True)
-    on = mv.masked_attention(ckpt, src, tgt, True, True)
-    off = mv.masked_attention(ckpt, src, tgt, False, True)
+    on = em.masked_attention(ckpt, src, tgt, True, True)
+    off = em.masked_attention(ckpt, src, tgt, False, True)
     assert on.encoder.shape == (2, 2, 6, 6) and on.decoder.shape == (2, 2, 6, 6)
+    assert on.encoder.dtype == np.float64
     assert (on.encoder[..., 2:] == 0).all()
     assert (on.decoder[..., 3:] == 0).all()
     assert (off.encoder[..., 2:] > 0).all()
@@ -69,41 +90,41 @@ def test_padding_mask_zeroes_the_pad_columns(ckpt):
 
 def test_look_ahead_mask_zeroes_the_future(ckpt):
     src, tgt = padded(ckpt, "hello", 5), padded(ckpt, "hello", 6, bos=True)
-    on = mv.masked_attention(ckpt, src, tgt, True, True)
-    off = mv.masked_attention(ckpt, src, tgt, True, False)
+    on = em.masked_attention(ckpt, src, tgt, True, True)
+    off = em.masked_attention(ckpt, src, tgt, True, False)
     upper = np.triu(np.ones((6, 6), bool), k=1)
     assert (on.decoder[..., upper] == 0).all()
     assert (off.decoder[..., upper] > 0).all()
 
 
+def test_head_map_and_its_leaks(ckpt):
+    src, tgt = padded(ckpt, "hi", 4), padded(ckpt, "hi", 3, bos=True)
+    on = em.head_map(em.masked_attention(ckpt, src, tgt, True, True), "encoder", 1, 0)
+    off = em.head_map(em.masked_attention(ckpt, src, tgt, False, True), "encoder", 1, 0)
+    assert on.weights.shape == on.mask.shape == on.hideable.shape == (4, 4)
+    assert not on.leaks.any()  # the mask hid all it could
+    np.testing.assert_array_equal(off.leaks, np.array([[0, 0, 1, 1]] * 4, bool))
+    decoder = em.head_map(em.masked_attention(ckpt, src, tgt, True, False), "decoder", 0, 1)
+    np.testing.assert_array_equal(decoder.leaks, np.triu(np.ones((3, 3), bool), k=1))
+
+
 def test_leak_share(ckpt):
     src, tgt = padded(ckpt, "hi", 8), padded(ckpt, "hi", 3, bos=True)
     real = np.array([True, True] + [False] * 6)
-    on = mv.masked_attention(ckpt, src, tgt, True, True)
-    off = mv.masked_attention(ckpt, src, tgt, False, True)
-    assert mv.leak_share(on.encoder[0, 0], on.encoder_hideable, real) == 0.0
-    share = mv.leak_share(off.encoder[0, 0], off.encoder_hideable, real)
+    on = em.masked_attention(ckpt, src, tgt, True, True)
+    off = em.masked_attention(ckpt, src, tgt, False, True)
+    assert em.leak_share(on.encoder[0, 0], on.encoder_hideable, real) == 0.0
+    share = em.leak_share(off.encoder[0, 0], off.encoder_hideable, real)
     assert 0.0 < share < 1.0
-    assert mv.leak_share(off.encoder[0, 0], off.encoder_hideable, np.zeros(8, bool)) == 0.0
+    assert em.leak_share(off.encoder[0, 0], off.encoder_hideable, np.zeros(8, bool)) == 0.0
 
 
 def test_row_steps_turn_minus_infinity_into_zero(ckpt):
     src, tgt = padded(ckpt, "abc", 3), padded(ckpt, "abc", 4, bos=True)
-    att = mv.masked_attention(ckpt, src, tgt, True, True)
-    steps = mv.row_steps(att, "decoder", 1, 1, 1, ["<bos>", "a", "b", "c"])
+    att = em.masked_attention(ckpt, src, tgt, True, True)
+    steps = em.row_steps(att, "decoder", 1, 1, 1)
     np.testing.assert_array_equal(steps.allowed, [True, True, False, False])
     assert np.isneginf(steps.masked[2:]).all() and np.isfinite(steps.masked[:2]).all()
     assert (steps.weights[2:] == 0).all() and steps.weights.sum() == pytest.approx(1.0)
     expected = np.exp(steps.raw[:2] - steps.raw[:2].max())
     np.testing.assert_allclose(steps.weights[:2], expected / expected.sum(), atol=1e-6)
-
-
-def test_attention_figure_marks_hidden_and_leaking_cells(ckpt):
-    src, tgt = tuple(padded(ckpt, "hi", 4)), tuple(padded(ckpt, "hi", 3, bos=True))
-    tokens = ("h", "i", "<pad>", "<pad>")
-    on = mv.attention_figure(ckpt, src, tgt, tokens, "encoder", True, True, 0, 0, ("t", "x", "y")).to_dict()
-    off = mv.attention_figure(ckpt, src, tgt, tokens, "encoder", False, True, 0, 0, ("t", "x", "y")).to_dict()
-    assert len(on["data"]) == 2 and on["data"][1]["marker"]["symbol"] == "x-thin"  # ✕ on the hidden cells
-    assert len(off["data"]) == 2 and off["data"][1]["marker"]["symbol"] == "square-open"  # frames on leaks
-    assert on["data"][0]["x"] == [0, 1, 2, 3]
-    assert off["layout"]["xaxis"]["ticktext"] == ["h", "i", "&lt;pad&gt;", "&lt;pad&gt;"]

@@ -47,15 +47,12 @@ def segments(weights: np.ndarray, band: int) -> tuple[list[float | None], list[f
     lo = BANDS[band]
     hi = BANDS[band + 1] if band + 1 < len(BANDS) else np.inf
     rows, cols = np.nonzero((weights >= lo) & (weights < hi))
-    xs: list[float | None] = []
-    ys: list[float | None] = []
-    for i, j in zip(rows.tolist(), cols.tolist()):
-        xs += [LEFT_X, RIGHT_X, None]
-        ys += [i, j, None]
+    xs: list[float | None] = [LEFT_X, RIGHT_X, None] * len(rows)
+    ys: list[float | None] = [v for i, j in zip(rows.tolist(), cols.tolist()) for v in (i, j, None)]
     return xs, ys, len(rows)
 
 
-def build_head_view_figure(
+def head_view_figure(
     weights: np.ndarray,
     query_tokens: Sequence[str],
     key_tokens: Sequence[str],

@@ -1,31 +1,32 @@
-"""Chart data and Vega-Lite specs for the training page.
+"""Vega-Lite specs and their data tables for the training page's charts.
 
-The training charts are redrawn about once a second while a run goes. ``st.vega_lite_chart``
-with an unchanged spec and named datasets updates the data of the chart already on screen;
-a plotly chart is remounted on every data change and flickers. So these charts are Vega-Lite:
-the spec of each chart is a pure function of its labels (never of the data), and the data go in
-``spec["datasets"]`` as small Arrow tables, downsampled to at most :data:`MAX_POINTS` points, so
-a long run costs the server and the browser no more than a short one. Arrow tables rather than
-pandas frames: the refresh runs in the server process beside the training thread, and building
-and converting pandas frames was most of its cost (a profiled redraw went from ~160 ms to ~30 ms).
+The live charts are redrawn about once a second while a run trains. Vega-Lite updates the chart
+already on screen when only its named datasets change (a plotly chart would be remounted and
+flicker), so each spec here is a pure function of its labels, never of the data, and the data go
+in ``spec["datasets"]`` (:func:`with_datasets`) as small Arrow tables, downsampled to at most
+:data:`MAX_POINTS` points so a long run costs the browser no more than a short one.
 
-Labels are passed through as plain text (Vega-Lite draws text, not markup).
+Labels are plain text (Vega-Lite draws text, not markup); tokens go through
+:func:`figures.labels.display_token`.
 """
 from __future__ import annotations
 
-import functools
 import json
 from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from model.schedule import noam_lr
+from figures.labels import display_token
 
 MAX_POINTS = 300
 THIS_RUN = "#b8232f"  # the theme's primary colour
 OTHER_RUN = "#8a8fa3"
+NOW = "#1f2330"
 CHART_HEIGHT = 260
+
+
+# ------------------------------------------------------------------ data tables
 
 
 def bucket_means(values: Sequence[float], limit: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -39,8 +40,7 @@ def bucket_means(values: Sequence[float], limit: int = MAX_POINTS) -> tuple[np.n
         return np.arange(1, n + 1), y
     edges = np.linspace(0, n, limit + 1).round().astype(int)
     sums = np.add.reduceat(y, edges[:-1])
-    counts = np.diff(edges)
-    return edges[1:], sums / counts
+    return edges[1:], sums / np.diff(edges)
 
 
 def sampled_steps(max_steps: int, must_include: Sequence[int] = (), limit: int = MAX_POINTS) -> np.ndarray:
@@ -50,67 +50,23 @@ def sampled_steps(max_steps: int, must_include: Sequence[int] = (), limit: int =
     return np.unique(np.concatenate([grid, np.asarray(extra, dtype=int)]))
 
 
-def peak_lr(d_model: int, warmup: int, factor: float) -> float:
-    """The schedule's highest rate, reached at step = warmup: factor · d_model^-0.5 · warmup^-0.5."""
-    return factor * d_model ** -0.5 * warmup ** -0.5
+def curve_table(curves: Sequence[tuple[str, Sequence[int], Sequence[float]]]) -> pa.Table:
+    """Columns step, lr, series from ``(label, steps, rates)`` curves (the ``curve`` dataset of :func:`lr_spec`)."""
+    steps = [np.asarray(s, dtype=np.int64) for _, s, _ in curves] or [np.zeros(0, dtype=np.int64)]
+    rates = [np.asarray(r, dtype=float) for _, _, r in curves] or [np.zeros(0)]
+    labels = [label for label, s, _ in curves for _ in range(len(s))]
+    return pa.table({"step": np.concatenate(steps), "lr": np.concatenate(rates),
+                     "series": pa.array(labels, type=pa.string())})
 
 
-def latex_number(value: float, digits: int = 3) -> str:
-    """``value`` in LaTeX scientific notation, e.g. 1.25 \\times 10^{-2}."""
-    if value == 0 or not np.isfinite(value):
-        return f"{value:g}"
-    exponent = int(np.floor(np.log10(abs(value))))
-    mantissa = value / 10 ** exponent
-    if -2 <= exponent <= 2:
-        return f"{value:.{digits}g}"
-    return rf"{mantissa:.{digits}g} \times 10^{{{exponent}}}"
-
-
-def _labels(label: str, n: int) -> pa.Array:
-    return pa.array([label] * n, type=pa.string())
-
-
-@functools.lru_cache(maxsize=64)
-def planned_curves(d_model: int, factor: float, max_steps: int, curves: tuple[tuple[str, int], ...]) -> pa.Table:
-    """Columns step, lr, series: the Noam curve for each ``(label, warmup)`` over 1..max_steps."""
-    steps_all, lrs_all, series_all = [], [], []
-    for label, warmup in curves:
-        steps = sampled_steps(max_steps, [warmup])
-        steps_all.append(steps)
-        lrs_all.append(np.array([noam_lr(int(s), d_model, warmup, factor) for s in steps]))
-        series_all.extend([label] * len(steps))
-    return pa.table({"step": np.concatenate(steps_all), "lr": np.concatenate(lrs_all),
-                     "series": pa.array(series_all, type=pa.string())})
-
-
-@functools.lru_cache(maxsize=64)
-def peak_points(d_model: int, factor: float, max_steps: int, curves: tuple[tuple[str, int], ...]) -> pa.Table:
-    """Columns step, lr, series, label: the peak of each curve that the step cap lets a run reach."""
-    reached = [(label, warmup) for label, warmup in curves if warmup <= max_steps]
-    peaks = [peak_lr(d_model, warmup, factor) for _, warmup in reached]
+def peak_table(peaks: Sequence[tuple[str, int, float]]) -> pa.Table:
+    """Columns step, lr, series, label from ``(label, step, rate)`` peaks (the ``peak`` dataset of :func:`lr_spec`)."""
     return pa.table({
-        "step": pa.array([warmup for _, warmup in reached], type=pa.int64()),
-        "lr": pa.array(peaks, type=pa.float64()),
-        "series": pa.array([label for label, _ in reached], type=pa.string()),
-        "label": pa.array([f"{lr:.2e}" for lr in peaks], type=pa.string()),
+        "step": pa.array([step for _, step, _ in peaks], type=pa.int64()),
+        "lr": pa.array([lr for _, _, lr in peaks], type=pa.float64()),
+        "series": pa.array([label for label, _, _ in peaks], type=pa.string()),
+        "label": pa.array([f"{lr:.2e}" for _, _, lr in peaks], type=pa.string()),
     })
-
-
-@functools.lru_cache(maxsize=64)
-def planned_datasets(d_model: int, factor: float, max_steps: int,
-                     curves: tuple[tuple[str, int], ...]) -> dict[str, bytes]:
-    """The ``curve`` and ``peak`` datasets of :func:`lr_spec` for these curves, as the Arrow IPC bytes
-    ``st.vega_lite_chart`` sends (it passes bytes on as they are), once per process: a rerun then
-    does not serialise the same two tables again."""
-    return {"curve": arrow_bytes(planned_curves(d_model, factor, max_steps, curves)),
-            "peak": arrow_bytes(peak_points(d_model, factor, max_steps, curves))}
-
-
-def arrow_bytes(table: pa.Table) -> bytes:
-    """``table`` as the Arrow IPC stream Streamlit sends for a chart dataset (its own serialiser)."""
-    from streamlit.dataframe_util import convert_arrow_table_to_arrow_bytes
-
-    return convert_arrow_table_to_arrow_bytes(table)
 
 
 def point_table(**values: float | str) -> pa.Table:
@@ -138,6 +94,21 @@ def eval_table(runs: Sequence[tuple[str, Sequence[tuple[int, float]]]]) -> pa.Ta
         "accuracy": pa.array([r[1] for r in rows], type=pa.float64()),
         "series": pa.array([r[2] for r in rows], type=pa.string()),
     })
+
+
+def attention_table(weights: np.ndarray) -> pa.Table:
+    """Long form of one head's (T, S) weights: columns row, col, weight (labels come from the spec)."""
+    T, S = weights.shape
+    rows, cols = np.divmod(np.arange(T * S), S)
+    return pa.table({"row": rows, "col": cols, "weight": np.asarray(weights, dtype=float).reshape(-1)})
+
+
+def with_datasets(spec: dict, **datasets: pa.Table) -> dict:
+    """A copy of ``spec`` carrying ``datasets`` by name (what ``st.vega_lite_chart`` sends as data)."""
+    return {**spec, "datasets": dict(datasets)}
+
+
+# ------------------------------------------------------------------ specs
 
 
 def _color(series: Sequence[str]) -> dict:
@@ -199,9 +170,10 @@ def lr_spec(*, x_title: str, y_title: str, series: Sequence[str], live: bool,
             x_domain: Sequence[float] | None = None) -> dict:
     """Planned Noam curves (dataset ``curve``) with their peaks (``peak``); with ``live``, the
     run's current step (``now``: one row step, lr) as a rule and a dot on top."""
-    fmt = ".1e"
     x = _x(x_title, x_domain)
-    y = {"field": "lr", "type": "quantitative", "title": y_title, "axis": {"format": fmt}}
+    y = {"field": "lr", "type": "quantitative", "title": y_title, "axis": {"format": ".1e"}}
+    tooltip = [{"field": "series", "title": " "}, {"field": "step", "title": x_title},
+               {"field": "lr", "title": y_title, "format": ".3e"}]
     layers: list[dict] = [
         {
             "data": {"name": "curve"},
@@ -210,16 +182,13 @@ def lr_spec(*, x_title: str, y_title: str, series: Sequence[str], live: bool,
                 "x": x, "y": y, "color": _color(series),
                 "strokeDash": {"field": "series", "type": "nominal", "legend": None,
                                "scale": {"domain": list(series), "range": [[1, 0], [5, 4]][: len(series)]}},
-                "tooltip": [{"field": "series", "title": " "}, {"field": "step", "title": x_title},
-                            {"field": "lr", "title": y_title, "format": ".3e"}],
+                "tooltip": tooltip,
             },
         },
         {
             "data": {"name": "peak"},
             "mark": {"type": "point", "filled": True, "size": 70, "shape": "diamond"},
-            "encoding": {"x": x, "y": y, "color": _color(series),
-                         "tooltip": [{"field": "series", "title": " "}, {"field": "step", "title": x_title},
-                                     {"field": "lr", "title": y_title, "format": ".3e"}]},
+            "encoding": {"x": x, "y": y, "color": _color(series), "tooltip": tooltip},
         },
         {
             "data": {"name": "peak"},
@@ -229,44 +198,22 @@ def lr_spec(*, x_title: str, y_title: str, series: Sequence[str], live: bool,
     ]
     if live:
         layers += [
-            {"data": {"name": "now"}, "mark": {"type": "rule", "strokeDash": [3, 3], "color": "#1f2330"},
+            {"data": {"name": "now"}, "mark": {"type": "rule", "strokeDash": [3, 3], "color": NOW},
              "encoding": {"x": x}},
-            {"data": {"name": "now"}, "mark": {"type": "point", "filled": True, "size": 90, "color": "#1f2330"},
+            {"data": {"name": "now"}, "mark": {"type": "point", "filled": True, "size": 90, "color": NOW},
              "encoding": {"x": x, "y": y}},
         ]
     return {"layer": layers, "resolve": {"scale": {"color": "shared"}}}
 
 
-def with_datasets(spec: dict, **datasets: pa.Table | bytes) -> dict:
-    """A copy of ``spec`` carrying ``datasets`` by name (what ``st.vega_lite_chart`` sends as data)."""
-    return {**spec, "datasets": dict(datasets)}
-
-
-VISIBLE_SPACE = "␣"
-
-
-def vega_token(token: str) -> str:
-    """A token as an axis label: spaces and control characters made visible (Vega-Lite draws plain text)."""
-    if token == " ":
-        return VISIBLE_SPACE
-    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in token)
-
-
 def _token_list(tokens: Sequence[str]) -> str:
     """The tokens as a Vega expression array literal (JSON is valid there), e.g. ["a", "␣"]."""
-    return json.dumps([vega_token(tok) for tok in tokens])
+    return json.dumps([display_token(tok) for tok in tokens])
 
 
 def _token_axis(tokens: Sequence[str], title: str) -> dict:
     """An ordinal axis over positions 0..n-1 labelled with the tokens (duplicates stay separate)."""
     return {"title": title, "labelAngle": 0, "labelExpr": f"{_token_list(tokens)}[datum.value]", "labelOverlap": False}
-
-
-def attention_table(weights: np.ndarray) -> pa.Table:
-    """Long form of one head's (T, S) weights: columns row, col, weight (labels come from the spec)."""
-    T, S = weights.shape
-    rows, cols = np.divmod(np.arange(T * S), S)
-    return pa.table({"row": rows, "col": cols, "weight": np.asarray(weights, dtype=float).reshape(-1)})
 
 
 def attention_spec(src_tokens: Sequence[str], tgt_tokens: Sequence[str], *, dataset: str, title: str,
@@ -298,18 +245,6 @@ def attention_spec(src_tokens: Sequence[str], tgt_tokens: Sequence[str], *, data
     }
 
 
-def attention_stack(cross_attention: list) -> np.ndarray:
-    """A probe's nested (L, H, T, S) lists as a float array."""
-    return np.asarray(cross_attention, dtype=float)
-
-
-def diagonal_score(weights: np.ndarray, pattern: str) -> float | None:
-    """Mean attention on the cells a perfect copy (``"diagonal"``) or reverse (``"anti"``) would use.
-
-    weights: (T, S) for one head; row i (decoder input i, which predicts target character i)
-    ideally looks at source position i (copy) or S-1-i (reverse). None if there are no such cells.
-    """
-    T, S = weights.shape
-    cols = [(i if pattern == "diagonal" else S - 1 - i) for i in range(min(T, S))]
-    values = [weights[i, c] for i, c in enumerate(cols) if 0 <= c < S]
-    return float(np.mean(values)) if values else None
+def attention_height(tgt_len: int) -> int:
+    """Pixels for an attention heatmap of ``tgt_len`` rows: sized to the sentence, never squashed."""
+    return max(200, 20 * tgt_len + 80)

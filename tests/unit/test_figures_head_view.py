@@ -1,10 +1,10 @@
-"""The head view: lines query -> key, one colour per head, width and opacity growing with the weight."""
+"""The head view figure: lines query -> key, one colour per head, width and opacity growing with the weight."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ui import head_view as hv
+from figures import head_view as hv
 
 
 def test_bands_grow_with_the_weight():
@@ -26,8 +26,8 @@ def test_segments_join_each_query_to_its_keys():
 def test_every_drawn_line_is_a_weight_above_the_threshold():
     rng = np.random.default_rng(0)
     weights = rng.dirichlet(np.ones(6), size=(3, 5))  # (H, T_q, T_k)
-    fig = hv.build_head_view_figure(weights, list("abcde"), list("<>&xyz"), heads=(1, 2, 3), head_label="Head",
-                                    column_titles=("Q", "K"), query_hover="%{customdata}")
+    fig = hv.head_view_figure(weights, list("abcde"), list("<>&xyz"), heads=(1, 2, 3), head_label="Head",
+                              column_titles=("Q", "K"), query_hover="%{customdata}")
     lines = [trace for trace in fig.data if trace.mode == "lines" and trace.x and trace.x[0] is not None]
     drawn = sum(len(trace.x) // 3 for trace in lines)
     assert drawn == int((weights >= hv.BANDS[0]).sum())
@@ -40,8 +40,8 @@ def test_every_drawn_line_is_a_weight_above_the_threshold():
 
 def test_one_head_only():
     weights = np.full((2, 3, 3), 1 / 3)
-    fig = hv.build_head_view_figure(weights, list("abc"), list("abc"), heads=(2,), head_label="头",
-                                    column_titles=("查询", "键"), query_hover="%{customdata}")
+    fig = hv.head_view_figure(weights, list("abc"), list("abc"), heads=(2,), head_label="头",
+                              column_titles=("查询", "键"), query_hover="%{customdata}")
     assert {trace.name for trace in fig.data if trace.name} == {"头 2"}
     assert {trace.line.color for trace in fig.data if trace.mode == "lines"} == {hv.head_colour(2)}
 

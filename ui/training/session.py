@@ -13,8 +13,10 @@ The same object is also kept in ``st.session_state`` so that
 Every run of the process shares one :class:`~model.run_slots.RunSlots` (:func:`shared_slots`):
 at most ``TP_MAX_TRAINING_RUNS`` (default: the CPU cores) train at once, the rest queue in
 arrival order. Each run has a step cap (a page setting) and a time cap
-(``TP_TRAINING_MAX_SECONDS``). Two sessions never share a run; a run never touches the shared
-pretrained models (a model "used on the other pages" is a copy loaded from the run's checkpoint).
+(``TP_TRAINING_MAX_SECONDS``). The page's :class:`Settings` are checked by the engine alone
+(:meth:`Settings.problem` is ``TrainingConfig.problem``). Two sessions never share a run; a run
+never touches the shared pretrained models (a model "used on the other pages" is a copy loaded
+from the run's checkpoint).
 A run that failed (an exception in a step, a loss that became NaN) hands out no checkpoint: its
 weights may be broken, so it can be neither used on the other pages nor downloaded
 (:class:`FailedRunError`), as the command line saves no checkpoint of a failed run either.
@@ -24,7 +26,6 @@ Everything handed to a page is plain data (numbers, strings, lists, snapshots of
 from __future__ import annotations
 
 import logging
-import math
 import os
 import random
 import re
@@ -34,10 +35,11 @@ from typing import Any, Mapping
 
 import streamlit as st
 
+from model.checkpoint import MESSAGES as CHECKPOINT_MESSAGES
 from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from model.config import InvalidConfig, Problem
 from model.run_slots import RunSlots
-from model.tasks import TASK_NAMES
-from model.training import MAX_BATCH_SIZE, MODEL_PRESETS, RunSnapshot, RunStatus, TrainingConfig, TrainingRun
+from model.training import RunSnapshot, RunStatus, TrainingConfig, TrainingRun
 
 _log = logging.getLogger(__name__)
 
@@ -47,7 +49,7 @@ ENV_THREADS = "TP_TRAINING_THREADS"
 ENV_DEBUG = "TP_TRAINING_DEBUG"
 THREAD_NAME = "training-run"  # the name model.training gives every run's thread
 DEFAULT_MAX_SECONDS = 300.0
-PAGE_MAX_STEPS = 20_000
+PAGE_MAX_STEPS = 20_000  # the step widget's maximum (the engine allows more)
 SAMPLE_COUNT = 8
 EVAL_SIZE = 100  # held-out examples answered greedily at each evaluation
 _STATE_KEY = "_training.session"
@@ -143,7 +145,7 @@ class Settings:
     use_look_ahead_mask: bool = True
 
     def to_config(self, max_seconds: float | None = None) -> TrainingConfig:
-        """The engine's config (raises ValueError with an English sentence; see :func:`settings_problem`)."""
+        """The engine's config (:class:`~model.config.InvalidConfig` when the engine refuses these settings)."""
         return TrainingConfig(
             task=self.task, preset=self.preset, batch_size=self.batch_size, warmup=self.warmup,
             factor=self.factor, label_smoothing=self.label_smoothing, seed=self.seed, max_steps=self.max_steps,
@@ -153,88 +155,13 @@ class Settings:
             probe_every=min(max(self.max_steps // 40, 5), 50),
         )
 
-
-def settings_problem(settings: Settings) -> tuple[str, dict[str, Any]] | None:
-    """``(i18n key, format args)`` of the first thing wrong with ``settings``, or None if they can run.
-
-    Mirrors the engine's checks for the fields the page shows, so the refusal is a sentence in the
-    visitor's language; anything else the engine refuses is reported by :func:`make_config`.
-    """
-    if settings.task not in TASK_NAMES:
-        return "training.problem.task", {"task": settings.task}
-    if settings.preset not in MODEL_PRESETS:
-        return "training.problem.preset", {"preset": settings.preset}
-    if not 1 <= settings.batch_size <= MAX_BATCH_SIZE:
-        return "training.problem.batch", {"limit": MAX_BATCH_SIZE}
-    if settings.warmup < 1:
-        return "training.problem.warmup", {}
-    if not settings.factor > 0:
-        return "training.problem.factor", {}
-    if not 0 <= settings.label_smoothing < 1:
-        return "training.problem.smoothing", {}
-    if not 1 <= settings.max_steps <= PAGE_MAX_STEPS:
-        return "training.problem.steps", {"limit": PAGE_MAX_STEPS}
-    if settings.seed < 0:
-        return "training.problem.seed", {}
-    return None
-
-
-def make_config(settings: Settings) -> tuple[TrainingConfig | None, tuple[str, dict[str, Any]] | None]:
-    """``(config, None)``, or ``(None, (i18n key, args))`` saying in one sentence why not."""
-    problem = settings_problem(settings)
-    if problem is not None:
-        return None, problem
-    try:
-        return settings.to_config(), None
-    except ValueError as exc:
-        return None, ("training.problem.other", {"detail": str(exc)})
-
-
-_counts: dict[tuple[str, str], int] = {}
-
-
-def parameter_count(task: str, preset: str) -> int:
-    """Trainable parameters of a ``preset`` model for ``task`` (built on the meta device: no memory)."""
-    key = (task, preset)
-    if key not in _counts:
-        import torch
-
-        from model.tokenizer import CharTokenizer
-        from model.transformer import Transformer
-
-        config = TrainingConfig(task=task, preset=preset)
-        task_obj = config.make_task()
-        with torch.device("meta"):
-            model = Transformer(config.model_config(CharTokenizer(task_obj.alphabet), task_obj))
-        _counts[key] = model.num_params()
-    return _counts[key]
-
-
-def loss_floor(task: str, epsilon: float) -> float:
-    """The lowest loss label smoothing allows: the entropy of the smoothed target distribution.
-
-    The right token gets 1 - ε and the V - 2 others (all but it and <pad>) get ε / (V - 2) each,
-    as in ``model.loss``; even a perfect model pays -(1-ε)·ln(1-ε) - ε·ln(ε / (V-2)) per token.
-    """
-    if epsilon <= 0:
-        return 0.0
-    others = _vocab_size(task) - 2
-    return -(1 - epsilon) * math.log(1 - epsilon) - epsilon * math.log(epsilon / others)
-
-
-_vocab: dict[str, int] = {}
-
-
-def _vocab_size(task: str) -> int:
-    if task not in _vocab:
-        from model.tokenizer import CharTokenizer
-
-        _vocab[task] = CharTokenizer(TrainingConfig(task=task).make_task().alphabet).vocab_size
-    return _vocab[task]
-
-
-def d_model_of(preset: str) -> int:
-    return int(MODEL_PRESETS[preset]["d_model"])
+    def problem(self) -> Problem | None:
+        """Why the engine would refuse these settings (``TrainingConfig.problem``), or None if they can train."""
+        try:
+            self.to_config()
+        except InvalidConfig as exc:
+            return exc.problem
+        return None
 
 
 # ------------------------------------------------------------------ one session's runs
@@ -455,16 +382,9 @@ def read_upload(data: bytes) -> Checkpoint:
     return load_checkpoint(data)
 
 
-CHECKPOINT_REASONS: tuple[str, ...] = (
-    "not_found", "too_large", "empty", "not_checkpoint", "truncated", "unsafe", "newer_version", "bad_version",
-    "bad_config", "bad_tokenizer", "bad_metadata", "vocab_mismatch", "bad_weights", "missing_weights",
-    "unexpected_weights", "shape_mismatch", "non_finite",
-)
-
-
 def checkpoint_error_key(error: CheckpointError) -> str:
     """The i18n key of the one sentence that explains ``error`` to a student."""
-    reason = error.reason if error.reason in CHECKPOINT_REASONS else "not_checkpoint"
+    reason = error.reason if error.reason in CHECKPOINT_MESSAGES else "not_checkpoint"
     return f"training.upload.error.{reason}"
 
 

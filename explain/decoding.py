@@ -1,0 +1,206 @@
+"""The decoding page's numbers: per-step traces of greedy, beam and sampling decoding, and teacher
+forcing, as plain Python/numpy, plus the tables the page shows of them.
+
+:func:`decode` and :func:`teacher_forcing` take the checkpoint first (the page calls them through
+:func:`ui.cache.computed`, so moving through the steps or switching language never decodes again).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from model import decoding
+
+STRATEGIES: tuple[str, ...] = ("greedy", "beam", "sample")
+TOP_K_CHOICES: tuple[str, ...] = ("1", "2", "3", "5", "10", "20", "all")
+TRACE_K = 8  # candidates listed per step
+EOS, BOS = "<eos>", "<bos>"
+BEAM_COLUMNS = ("step", "rank", "text", "score", "finished")
+FORCING_COLUMNS = ("position", "reads_true", "should", "predicts", "p_true", "ok", "reads_own", "writes_own")
+
+
+@dataclass(frozen=True)
+class StepView:
+    """One decoding step. Attention: decoder ``(L, H, t, t)`` over the prefix, cross ``(L, H, S)``, float32."""
+
+    prefix: list[str]  # decoder input at this step, starting with <bos> (t tokens)
+    chosen: str  # the token appended after this step (may be <eos>)
+    chosen_prob: float  # its probability under the model (temperature 1)
+    top_tokens: list[str]
+    top_probs: list[float]
+    sampling_probs: list[float]  # sampling only: the same tokens' probabilities after temperature/top-k
+    decoder_attention: np.ndarray
+    cross_attention: np.ndarray
+
+
+@dataclass(frozen=True)
+class BeamRow:
+    text: str  # generated so far, without <bos>/<eos>
+    score: float  # summed log-probability
+    finished: bool
+    rank_score: float
+
+
+@dataclass(frozen=True)
+class DecodeTrace:
+    """A whole decoding run. ``score`` is the summed natural-log probability of the chosen tokens."""
+
+    strategy: str
+    src_tokens: list[str]
+    output: str
+    finished: bool  # <eos> was reached (else the length limit stopped it)
+    score: float
+    steps: list[StepView]
+    beams: list[list[BeamRow]] = field(default_factory=list)  # beam search: per step, best first
+    max_len: int = 0
+
+
+@dataclass(frozen=True)
+class TeacherForcingView:
+    """Every position predicted from the TRUE previous tokens in one pass (how training sees it)."""
+
+    input_tokens: list[str]  # <bos> + target
+    target_tokens: list[str]  # target + <eos>
+    predicted_tokens: list[str]
+    predicted_probs: list[float]
+    true_probs: list[float]
+    n_correct: int
+    score: float
+
+
+def decode_limit(checkpoint: Any, source: str) -> int:
+    """Longest output to generate, <eos> included: room for the source's length and some slack."""
+    return max(1, min(checkpoint.model.config.max_len, len(source) + 16))
+
+
+def parse_top_k(choice: str) -> int | None:
+    """``"all"`` -> None (no filter), ``"5"`` -> 5."""
+    return None if choice == "all" else int(choice)
+
+
+def _step_view(tokenizer: Any, step: decoding.DecodeStep) -> StepView:
+    return StepView(
+        prefix=tokenizer.token_strings(step.prefix),
+        chosen=tokenizer.token_strings([step.chosen])[0],
+        chosen_prob=float(np.exp(step.chosen_logprob)),
+        top_tokens=tokenizer.token_strings(step.top_ids),
+        top_probs=[float(p) for p in step.top_probs],
+        sampling_probs=[float(p) for p in step.sampling_probs],
+        decoder_attention=step.decoder_attention.cpu().numpy().astype(np.float32),
+        cross_attention=step.cross_attention.cpu().numpy().astype(np.float32),
+    )
+
+
+def decode(
+    checkpoint: Any,
+    source: str,
+    strategy: str,
+    *,
+    beam_size: int = 1,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int = 0,
+) -> DecodeTrace:
+    """Decode ``source`` with ``strategy`` (one of STRATEGIES).
+
+    Only the parameters of the chosen strategy matter; pass the others at their defaults so that a
+    cached greedy trace does not depend on, say, the temperature.
+    """
+    tok, model = checkpoint.tokenizer, checkpoint.model
+    src = tok.encode(source)[: model.config.max_len]
+    limit = decode_limit(checkpoint, source)
+    ids = dict(bos_id=tok.bos_id, eos_id=tok.eos_id)
+    if strategy == "greedy":
+        result = decoding.greedy_decode(model, src, max_len=limit, top_k=TRACE_K, **ids)
+    elif strategy == "beam":
+        result = decoding.beam_search(model, src, beam_size=beam_size, max_len=limit, top_k=TRACE_K, **ids)
+    elif strategy == "sample":
+        result = decoding.sample_decode(model, src, temperature=temperature, top_k=top_k, seed=seed, max_len=limit,
+                                        trace_k=TRACE_K, **ids)
+    else:
+        raise ValueError(f"Unknown decoding strategy {strategy!r}; use one of {STRATEGIES}.")
+    beams = [[BeamRow(tok.decode(b.tokens), float(b.score), bool(b.finished), float(b.rank_score)) for b in row]
+             for row in result.beams]
+    return DecodeTrace(
+        strategy=strategy,
+        src_tokens=tok.token_strings(src),
+        output=tok.decode(result.tokens),
+        finished=bool(result.finished),
+        score=float(result.score),
+        steps=[_step_view(tok, step) for step in result.steps],
+        beams=beams,
+        max_len=limit,
+    )
+
+
+def teacher_forcing(checkpoint: Any, source: str, target: str) -> TeacherForcingView:
+    """The model's prediction at every position of ``target`` when fed the true prefix."""
+    tok, model = checkpoint.tokenizer, checkpoint.model
+    limit = model.config.max_len
+    src = tok.encode(source)[:limit]
+    tgt = tok.encode(target)[: limit - 1]
+    result = decoding.teacher_forced_predictions(model, src, tgt, bos_id=tok.bos_id, eos_id=tok.eos_id)
+    return TeacherForcingView(
+        input_tokens=tok.token_strings(result.input_ids),
+        target_tokens=tok.token_strings(result.target_ids),
+        predicted_tokens=tok.token_strings(result.predicted_ids),
+        predicted_probs=[float(p) for p in result.predicted_probs],
+        true_probs=[float(p) for p in result.true_probs],
+        n_correct=int(result.n_correct),
+        score=float(result.score),
+    )
+
+
+def generated_tokens(trace: DecodeTrace, upto: int | None = None) -> list[str]:
+    """Tokens chosen in the first ``upto`` steps (all by default), <eos> included if it was chosen."""
+    return [step.chosen for step in trace.steps[:upto]]
+
+
+def beams_table(trace: DecodeTrace, columns: dict[str, str], step: int | None = None) -> pd.DataFrame:
+    """Beam-search hypotheses per step (or of one 1-based ``step``), best first.
+
+    ``columns`` maps each of :data:`BEAM_COLUMNS` to its shown header.
+    """
+    rows = []
+    for number, row in enumerate(trace.beams, start=1):
+        if step is not None and number != step:
+            continue
+        for rank, beam in enumerate(row, start=1):
+            rows.append({"step": number, "rank": rank, "text": beam.text + (" " + EOS if beam.finished else ""),
+                         "score": round(beam.score, 3), "finished": beam.finished})
+    return pd.DataFrame(rows, columns=list(BEAM_COLUMNS)).rename(columns=columns)
+
+
+def forcing_table(tf: TeacherForcingView, free: DecodeTrace, columns: dict[str, str], *,
+                  show: Callable[[str], str] = str) -> pd.DataFrame:
+    """Position by position: what teacher forcing reads and predicts next to what free running does.
+
+    ``columns`` maps each of :data:`FORCING_COLUMNS` to its shown header; ``show`` writes a token
+    for a cell (the page makes spaces visible). Free-running cells past its end are empty.
+    """
+    own = generated_tokens(free)
+    own_inputs = [BOS] + own
+    rows = []
+    for i, target in enumerate(tf.target_tokens):
+        rows.append({
+            "position": i,
+            "reads_true": show(tf.input_tokens[i]),
+            "should": show(target),
+            "predicts": show(tf.predicted_tokens[i]),
+            "p_true": round(tf.true_probs[i], 3),
+            "ok": "✓" if tf.predicted_tokens[i] == target else "✗",
+            "reads_own": show(own_inputs[i]) if i < len(own) else "",
+            "writes_own": show(own[i]) if i < len(own) else "",
+        })
+    return pd.DataFrame(rows, columns=list(FORCING_COLUMNS)).rename(columns=columns)
+
+
+def first_difference(a: Sequence[str], b: Sequence[str]) -> int | None:
+    """First index where ``a`` and ``b`` differ (a shorter one differs at its end); None if equal."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))

@@ -1,0 +1,197 @@
+"""What the positional-encoding page shows, as plain numpy / pandas data.
+
+The sinusoidal table comes from :func:`model.positional.positional_encoding` and RoPE from
+:func:`model.positional.rope_rotate`, so the page shows exactly what the model computes.
+:func:`wavelength` (positions per turn of a pair of columns) is the model's, re-exported here
+for the page.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from model.arrays import to_numpy
+from model.positional import positional_encoding, rope_rotate, wavelength  # noqa: F401 (re-exported)
+from model.transformer import ForwardOptions
+
+BASES: tuple[str, ...] = ("10", "100", "1000", "10000", "100000")
+SEED_EXAMPLE = dict(d_model=8, position=2, base=10000.0)  # seed 002's worked example
+RELATIVE_STARTS = 3  # how many start positions p the offset plot overlays
+ROPE_MAX_POSITIONS = 48  # the RoPE matrices stay readable up to this size
+ROPE_CIRCLE_POSITIONS = 12  # positions drawn on the rotation circle
+
+
+def pe_table(positions: int, d_model: int, base: float) -> np.ndarray:
+    """(positions, d_model) float64: the sinusoidal table the model adds to its embeddings."""
+    return positional_encoding(positions, d_model, base).double().numpy()
+
+
+def pair_columns(pair: int) -> tuple[int, int]:
+    """The two table columns of dimension pair ``pair``: (2i, 2i+1), sine then cosine."""
+    return 2 * pair, 2 * pair + 1
+
+
+def position_similarity(positions: int, d_model: int, base: float) -> np.ndarray:
+    """(positions, positions): PE(p) · PE(q) for every pair of positions of the table."""
+    table = pe_table(positions, d_model, base)
+    return table @ table.T
+
+
+def offset_similarity(d_model: int, base: float, offsets: int, starts: tuple[int, ...]) -> np.ndarray:
+    """(len(starts), offsets): PE(p) · PE(p + k) for each start p and k = 0..offsets-1.
+
+    Read off the table itself (not the closed form Σ cos(k ω_i)), so the plot shows a fact about
+    the numbers the model uses.
+    """
+    table = pe_table(max(starts) + offsets, d_model, base)
+    return np.stack([table[p : p + offsets] @ table[p] for p in starts])
+
+
+def relative_starts(positions: int) -> tuple[int, ...]:
+    """Start positions p for the offset plot: 0 and two more spread over the table."""
+    return tuple(sorted({0, positions // 3, (2 * positions) // 3}))[:RELATIVE_STARTS]
+
+
+def worked_example() -> pd.DataFrame:
+    """Seed 002's example, computed: PE(pos=2) for d_model=8, one row per dimension.
+
+    Columns: dimension, i (pair), function (sin/cos), angle = pos / 10000^(2i/d), value.
+    """
+    d, pos, base = SEED_EXAMPLE["d_model"], SEED_EXAMPLE["position"], SEED_EXAMPLE["base"]
+    row = pe_table(pos + 1, d, base)[pos]
+    dims = np.arange(d)
+    pairs = dims // 2
+    return pd.DataFrame({
+        "dimension": dims,
+        "i": pairs,
+        "function": np.where(dims % 2 == 0, "sin", "cos"),
+        "angle": pos / base ** (2 * pairs / d),
+        "value": row,
+    })
+
+
+def word_shuffle(sentence: str, seed: int) -> tuple[str, list[int]]:
+    """Shuffle the words of ``sentence`` (its letters if it has one word); never the identity.
+
+    Returns ``(shuffled, order)`` with ``shuffled[j] == normalised[order[j]]`` for every
+    character position j, where ``normalised`` is ``sentence`` with single spaces between words.
+    Spaces are matched to spaces in order, so ``order`` is a permutation of the positions.
+    """
+    words = sentence.split()
+    text = " ".join(words)
+    rng = random.Random(seed)
+    if len(words) >= 2:
+        units = list(range(len(words)))
+        for _ in range(20):
+            rng.shuffle(units)
+            if units != sorted(units) and [words[u] for u in units] != words:
+                break
+        starts, pos = [], 0
+        for w in words:
+            starts.append(pos)
+            pos += len(w) + 1
+        spaces = [i for i, ch in enumerate(text) if ch == " "]
+        order: list[int] = []
+        for n, u in enumerate(units):
+            if n:
+                order.append(spaces[n - 1])
+            order.extend(range(starts[u], starts[u] + len(words[u])))
+    else:
+        order = list(range(len(text)))
+        for _ in range(20):
+            rng.shuffle(order)
+            if len(text) < 2 or "".join(text[i] for i in order) != text:
+                break
+    return "".join(text[i] for i in order), order
+
+
+@dataclass(frozen=True)
+class OrderBlindness:
+    """Encoder self-attention of a sentence and of its shuffle, layer 0 / head 0 for the pictures.
+
+    ``restored`` is the shuffled sentence's map with rows and columns put back in the original
+    order; without positional encoding it equals ``original`` (up to float rounding).
+    ``max_attention_diff`` / ``max_output_diff`` compare every layer and head / the encoder
+    outputs after the same un-shuffling.
+    """
+
+    tokens: list[str]
+    shuffled_tokens: list[str]
+    order: list[int]
+    original: np.ndarray  # (S, S)
+    shuffled: np.ndarray  # (S, S)
+    restored: np.ndarray  # (S, S)
+    max_attention_diff: float
+    max_output_diff: float
+
+
+@torch.inference_mode()
+def _encoder_pass(ckpt, ids: list[int], use_pe: bool) -> tuple[np.ndarray, np.ndarray]:
+    """((L, H, S, S) encoder attention, (S, d) encoder output) for one unpadded sentence."""
+    model = ckpt.model
+    src = torch.tensor([ids], device=model.device)
+    out = model.encode(src, ForwardOptions(use_positional_encoding=use_pe, need_weights=True))
+    return np.stack([to_numpy(a[0]) for a in out.attention]), to_numpy(out.memory[0])
+
+
+def order_blindness(ckpt, sentence: str, seed: int, use_pe: bool) -> OrderBlindness:
+    """Run the encoder on ``sentence`` and on its word shuffle, with or without positional encoding."""
+    tok = ckpt.tokenizer
+    text = " ".join(sentence.split())
+    shuffled, order = word_shuffle(text, seed)
+    ids, shuffled_ids = tok.encode(text), tok.encode(shuffled)
+    att, out = _encoder_pass(ckpt, ids, use_pe)
+    s_att, s_out = _encoder_pass(ckpt, shuffled_ids, use_pe)
+    inverse = np.argsort(order)  # original position -> where it went
+    restored_all = s_att[:, :, inverse][:, :, :, inverse]  # (L, H, S, S) back in original order
+    return OrderBlindness(
+        tokens=tok.token_strings(ids),
+        shuffled_tokens=tok.token_strings(shuffled_ids),
+        order=list(order),
+        original=att[0, 0],
+        shuffled=s_att[0, 0],
+        restored=restored_all[0, 0],
+        max_attention_diff=float(np.abs(restored_all - att).max()),
+        max_output_diff=float(np.abs(s_out[inverse] - out).max()),
+    )
+
+
+def rope_starts(positions: int) -> tuple[int, ...]:
+    """Query positions whose score-vs-offset lines the RoPE plot overlays."""
+    P = min(positions, ROPE_MAX_POSITIONS)
+    return tuple(sorted({0, P // 4, P // 2}))
+
+
+def rope_vectors(d_model: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed query and key of size d_model (standard normal, seeded): the same on every run."""
+    g = np.random.default_rng(seed)
+    return g.standard_normal(d_model), g.standard_normal(d_model)
+
+
+def rope_scores(d_model: int, base: float, positions: int) -> tuple[np.ndarray, np.ndarray]:
+    """((P, P) RoPE scores, (P, P) additive-PE scores) of one query/key pair placed at every position.
+
+    RoPE: rot(q, p) · rot(k, s). Additive: (q + PE(p)) · (k + PE(s)). Row p = query position,
+    column s = key position.
+    """
+    q, k = rope_vectors(d_model)
+    pos = torch.arange(positions)
+    qs = rope_rotate(torch.tensor(q, dtype=torch.float32).expand(positions, d_model), pos, base).double()
+    ks = rope_rotate(torch.tensor(k, dtype=torch.float32).expand(positions, d_model), pos, base).double()
+    rope = (qs @ ks.T).numpy()
+    table = pe_table(positions, d_model, base)
+    additive = (q + table) @ (k + table).T
+    return rope, additive
+
+
+def rope_circle(d_model: int, base: float, pair: int, positions: int) -> np.ndarray:
+    """(positions, 2): the query's pair (2i, 2i+1) after RoPE's rotation at positions 0..positions-1."""
+    q, _ = rope_vectors(d_model)
+    pos = torch.arange(positions)
+    rotated = rope_rotate(torch.tensor(q, dtype=torch.float32).expand(positions, d_model), pos, base)
+    a, b = pair_columns(pair)
+    return rotated[:, [a, b]].double().numpy()

@@ -1,0 +1,153 @@
+"""The decoding page's pictures: one step's self-attention triangle, cross-attention and next-token
+bars (drawn together as one figure), and the teacher-forcing bars.
+
+Every builder takes numbers and already-translated texts; weights and probabilities share one
+0..1 colour scale.
+"""
+from __future__ import annotations
+
+import html
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from figures.heatmap import heatmap
+from figures.labels import axis_labels, token_label
+from figures.style import figure
+
+CHOSEN_COLOR = "#d62728"  # the token the step chose; a wrong teacher-forcing guess
+CANDIDATE_COLOR = "#1f77b4"
+SAMPLED_COLOR = "#ff7f0e"  # the distribution sampling draws from
+RIGHT_COLOR = "#2ca02c"
+UNWRITTEN_COLOR = "#f4f4f7"  # behind the triangle: positions not written yet
+TOP_ROW_SHARE = (3, 2)  # triangle : next-token bars
+GAP_X = 0.07  # between the triangle and the bars: room for the bars' token labels
+TITLE_BAND_PX = 34  # above each row, for its titles
+ROW_GAP_PX = 80  # between the rows: the triangle's x ticks and axis title
+LEGEND_PX = 26  # above the titles, for the legend of the two distributions (sampling)
+
+
+def triangle(weights: np.ndarray, prefix: Sequence[str], final_length: int, *, title: str, x_title: str,
+             y_title: str, hover: str) -> go.Figure:
+    """The masked self-attention ``weights`` (t, t) of this step inside the frame of the last step (N, N).
+
+    Positions not written yet are left empty (no label, no colour), so the triangle grows step by
+    step in a fixed frame; the newest row, the one that predicts the next token, is outlined.
+    """
+    t = len(prefix)
+    n = max(final_length, t)
+    z = np.full((n, n), np.nan)
+    z[:t, :t] = np.asarray(weights, dtype=float)
+    tokens = list(prefix) + [""] * (n - t)
+    blocked = np.zeros((n, n), dtype=bool)
+    blocked[:t, :t] = np.triu(np.ones((t, t), dtype=bool), k=1)
+    fig = heatmap(z, x_tokens=tokens, y_tokens=tokens, title=title, x_title=x_title, y_title=y_title, zmin=0.0,
+                  zmax=1.0, masked=blocked, hover=hover, height=max(320, 26 * n + 140))
+    fig.update_traces(hoverongaps=False, selector=dict(type="heatmap"))
+    fig.add_shape(type="rect", x0=-0.5, x1=t - 0.5, y0=t - 1.5, y1=t - 0.5, line=dict(color=CHOSEN_COLOR, width=2))
+    fig.update_layout(plot_bgcolor=UNWRITTEN_COLOR)
+    fig.update_xaxes(showgrid=False, zeroline=False)
+    fig.update_yaxes(showgrid=False, zeroline=False)
+    return fig
+
+
+def cross(weights: np.ndarray, src_tokens: Sequence[str], head_labels: Sequence[str], *, title: str, x_title: str,
+          hover: str) -> go.Figure:
+    """``weights`` (H, S): how each head of one layer spreads the newest position's attention over the source."""
+    return heatmap(weights, x_tokens=src_tokens, y_tokens=head_labels, title=title, x_title=x_title, zmin=0.0,
+                   zmax=1.0, hover=hover, text_values=True, height=max(200, 34 * len(head_labels) + 130))
+
+
+def topk(tokens: Sequence[str], probs: Sequence[float], chosen: str, *, sampling: Sequence[float] = (),
+         names: tuple[str, str], title: str, x_title: str, hover: str) -> go.Figure:
+    """The most likely next tokens as horizontal bars, most likely on top; the chosen one in red.
+
+    With ``sampling``, a second bar per token shows the distribution actually sampled from;
+    ``names`` labels the two distributions in the legend.
+    """
+    k = len(tokens)
+    labels = [token_label(tok) for tok in tokens]
+    bars = [go.Bar(x=np.round(probs, 4), y=list(range(k)), orientation="h", name=html.escape(names[0]),
+                   marker_color=[CHOSEN_COLOR if tok == chosen else CANDIDATE_COLOR for tok in tokens],
+                   customdata=labels, hovertemplate=hover + "<extra></extra>", text=[f"{p:.2f}" for p in probs],
+                   textposition="outside", cliponaxis=False)]
+    if sampling:
+        bars.append(go.Bar(x=np.round(sampling, 4), y=list(range(k)), orientation="h", name=html.escape(names[1]),
+                           marker_color=SAMPLED_COLOR, opacity=0.7, customdata=labels,
+                           hovertemplate=hover + "<extra></extra>"))
+    fig = figure(*bars, title=title, height=max(260, 34 * k + 100), barmode="group", showlegend=bool(sampling))
+    fig.update_yaxes(**axis_labels(tokens), autorange="reversed", tickfont=dict(size=14))
+    fig.update_xaxes(title=x_title, range=[0, 1.12])
+    return fig
+
+
+def forcing(tokens: Sequence[str], true_probs: Sequence[float], correct: Sequence[bool], *, x_title: str,
+            y_title: str, hover: str) -> go.Figure:
+    """Probability of the true next token at each position under teacher forcing (red where wrong)."""
+    bars = go.Bar(x=list(range(len(tokens))), y=np.round(true_probs, 4),
+                  marker_color=[RIGHT_COLOR if ok else CHOSEN_COLOR for ok in correct],
+                  customdata=[token_label(tok) for tok in tokens], hovertemplate=hover + "<extra></extra>")
+    fig = figure(bars, height=300)
+    fig.update_xaxes(title=x_title, **axis_labels(tokens))
+    fig.update_yaxes(title=y_title, range=[0, 1.02])
+    return fig
+
+
+def step_figure(triangle_fig: go.Figure, topk_fig: go.Figure, cross_fig: go.Figure) -> go.Figure:
+    """One step as one figure: the triangle beside the next-token bars, the cross-attention below.
+
+    Each part keeps its traces, axes and title, and the triangle its outline and background; the
+    cross-attention's colour bar, beside its row, serves the triangle too (both are weights on the
+    same 0..1 scale).
+    """
+    top, bottom = max(_height(triangle_fig), _height(topk_fig)), _height(cross_fig)
+    plot = top + ROW_GAP_PX + TITLE_BAND_PX + bottom
+    legend = bool(topk_fig.layout.showlegend)
+    cells = ((triangle_fig, 1, 1), (topk_fig, 1, 2), (cross_fig, 2, 1))
+    fig = make_subplots(
+        rows=2, cols=2, specs=[[{}, {}], [{"colspan": 2}, None]], row_heights=[top, bottom],
+        column_widths=[share / sum(TOP_ROW_SHARE) for share in TOP_ROW_SHARE], horizontal_spacing=GAP_X,
+        vertical_spacing=(ROW_GAP_PX + TITLE_BAND_PX) / plot, subplot_titles=[_title(part) for part, _, _ in cells],
+    )
+    placed = [(trace, row, col) for part, row, col in cells for trace in part.data]
+    fig.add_traces([trace for trace, _, _ in placed], rows=[row for _, row, _ in placed],
+                   cols=[col for _, _, col in placed])
+    y0, y1 = fig.layout.yaxis3.domain
+    fig.update_traces(showscale=False, selector=dict(type="heatmap", xaxis="x"))
+    fig.update_traces(colorbar=dict(thickness=12, y=(y0 + y1) / 2, yanchor="middle", len=y1 - y0),
+                      selector=dict(type="heatmap", xaxis="x3"))
+    axes = {}
+    for n, (part, _, _) in enumerate(cells, start=1):
+        suffix = "" if n == 1 else str(n)
+        axes[f"xaxis{suffix}"] = _axis_settings(part.layout.xaxis)
+        axes[f"yaxis{suffix}"] = _axis_settings(part.layout.yaxis)
+    # The triangle is cell 1, whose axes keep their names (x, y): its outline needs no new references.
+    background = dict(type="rect", xref="x domain", yref="y domain", x0=0, x1=1, y0=0, y1=1, layer="below",
+                      fillcolor=triangle_fig.layout.plot_bgcolor, line=dict(width=0))
+    # The first row's titles sit in the top margin; a legend, when there is one, above them.
+    margin = dict(l=10, r=10, t=TITLE_BAND_PX + (LEGEND_PX if legend else 0), b=10)
+    fig.update_layout(
+        axes, shapes=[background, *triangle_fig.layout.shapes], height=plot + margin["t"] + margin["b"],
+        margin=margin, barmode="group", showlegend=legend,
+        legend=dict(orientation="h", x=1, xanchor="right", y=1, yref="container", yanchor="top"),
+    )
+    fig.update_annotations(font=dict(size=14))
+    return fig
+
+
+def _height(fig: go.Figure) -> int:
+    return int(fig.layout.height or 320)
+
+
+def _title(fig: go.Figure) -> str:
+    return fig.layout.title.text or ""
+
+
+def _axis_settings(axis) -> dict:
+    """An axis's own settings, without where it sits (the cell decides that)."""
+    settings = axis.to_plotly_json()
+    for placement in ("domain", "anchor"):
+        settings.pop(placement, None)
+    return settings

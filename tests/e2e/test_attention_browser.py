@@ -1,0 +1,172 @@
+"""The attention page in a real browser: every control, a click on the grid, both languages, bad
+input, a phone-wide window.
+
+Needs a shipped model (assets/checkpoints); screenshots go to test-artifacts/.
+"""
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import expect
+
+from ui import models
+from ui.i18n import translate
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not models.shipped_models(), reason="no shipped model in assets/checkpoints"),
+]
+
+EXCEPTION = '[data-testid="stException"]'
+MAIN = '[data-testid="stMain"]'
+
+
+def query(p) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlparse(p.url).query).items()}
+
+
+def widget(p, key: str):
+    """The element of the widget with session key ``key`` (Streamlit writes dots as hyphens)."""
+    return p.locator(f".st-key-{key.replace('.', '-')}")
+
+
+def choose(p, wait_for_app, key: str, label: str, param: str, value: str) -> None:
+    """Click option ``label`` of the segmented control ``key`` and wait until ``?param=value``."""
+    widget(p, key).get_by_role("radio", name=label, exact=True).click()
+    p.wait_for_url(re.compile(rf"[?&]{param}={re.escape(value)}(&|$)"))
+    wait_for_app(p)
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def charts(p, key: str):
+    return widget(p, key).locator(".js-plotly-plot")
+
+
+def type_into(p, wait_for_app, key: str, text: str) -> None:
+    box = widget(p, key).locator("input")
+    box.fill(text)
+    box.press("Enter")
+    wait_for_app(p)
+
+
+def test_attention_every_control(page, wait_for_app, screenshot):
+    p = page("/attention?lang=en")
+    expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("attention.title", "en"))
+    expect(charts(p, "attention.grid")).to_have_count(1)
+    expect(charts(p, "attention.zoom")).to_have_count(1)
+    screenshot(p, "attention_overview_en")
+
+    for kind in ("decoder", "cross", "encoder"):
+        choose(p, wait_for_app, "attention.kind", translate(f"attention.kind.{kind}", "en"), "att_kind", kind)
+        expect(widget(p, "attention.zoom")).to_contain_text(translate(f"attention.kind.{kind}", "en"))
+    choose(p, wait_for_app, "attention.kind", translate("attention.kind.cross", "en"), "att_kind", "cross")
+    choose(p, wait_for_app, "attention.layer", "1", "att_layer", "1")
+    choose(p, wait_for_app, "attention.head", "2", "att_head", "2")
+    expect(widget(p, "attention.zoom")).to_contain_text("layer 1, head 2")
+    # Layer and head live in one fragment: a new head keeps the layer, a new layer keeps the head.
+    cfg = models.get_model(models.shipped_models()[0]).model.config
+    last_layer, last_head = str(cfg.n_layers), str(cfg.n_heads)
+    choose(p, wait_for_app, "attention.layer", last_layer, "att_layer", last_layer)
+    expect(widget(p, "attention.zoom")).to_contain_text(f"layer {last_layer}, head 2")
+    choose(p, wait_for_app, "attention.head", last_head, "att_head", last_head)
+    expect(widget(p, "attention.zoom")).to_contain_text(f"layer {last_layer}, head {last_head}")
+    assert query(p)["att_layer"] == last_layer
+    choose(p, wait_for_app, "attention.layer", "1", "att_layer", "1")
+    expect(widget(p, "attention.zoom")).to_contain_text(f"layer 1, head {last_head}")
+
+    # A click on the last small map (bottom right of the one chart) selects its layer and head.
+    plot_area = widget(p, "attention.grid").locator(".nsewdrag")
+    plot_area.scroll_into_view_if_needed()
+    box = plot_area.bounding_box()
+    p.mouse.click(box["x"] + box["width"] * 0.9, box["y"] + box["height"] * 0.8)
+    p.wait_for_url(re.compile(rf"att_layer={cfg.n_layers}(&|$)"))
+    wait_for_app(p)
+    assert query(p)["att_head"] == str(cfg.n_heads)
+    expect(widget(p, "attention.zoom")).to_contain_text(f"layer {last_layer}, head {last_head}")
+    screenshot(p, "attention_grid_click_en")
+
+    # The PNG button of plotly's modebar is there; the CSV download gives every head.
+    charts(p, "attention.zoom").hover()
+    with p.expect_download() as png:
+        widget(p, "attention.zoom").locator('[data-title="Download plot as a PNG"]').click()
+    assert png.value.suggested_filename.endswith(".png")
+    with p.expect_download() as download:
+        widget(p, "attention.export_grid").get_by_role("button").click()
+    csv = download.value.path().read_text(encoding="utf-8").splitlines()
+    assert csv[0] == "layer,head,query_position,query_token,key_position,key_token,weight"
+    rows = [line.split(",") for line in csv[1:]]
+    assert {(int(r[0]), int(r[1])) for r in rows} == {(l, h) for l in range(1, cfg.n_layers + 1)
+                                                       for h in range(1, cfg.n_heads + 1)}
+    n_queries = len("hello world") + 1  # cross-attention: <bos> + one row per answer character
+    assert len({int(r[2]) for r in rows}) == n_queries
+    assert len(rows) == cfg.n_layers * cfg.n_heads * n_queries * len({int(r[4]) for r in rows})
+
+    choose(p, wait_for_app, "attention.section", translate("attention.section.heads", "en"), "att_view", "heads")
+    expect(charts(p, "attention.head_view")).to_have_count(1)
+    widget(p, "attention.all_heads").get_by_text(translate("attention.heads.all", "en"), exact=True).click()
+    p.wait_for_url(re.compile(r"att_all=false"))
+    wait_for_app(p)
+    screenshot(p, "attention_head_view_en")
+
+    choose(p, wait_for_app, "attention.section", translate("attention.section.inside", "en"), "att_view", "inside")
+    for key in ("attention.vectors", "attention.scores", "attention.weights"):
+        expect(charts(p, key)).to_have_count(1)
+    widget(p, "attention.scale").get_by_text(translate("attention.inside.scale", "en"), exact=True).click()
+    p.wait_for_url(re.compile(r"att_scale=false"))
+    wait_for_app(p)
+    expect(p.get_by_text(translate("attention.inside.scores_raw", "en"))).to_be_visible()
+    screenshot(p, "attention_inside_unscaled_en")
+
+    choose(p, wait_for_app, "attention.section", translate("attention.section.stats", "en"), "att_view", "stats")
+    expect(p.locator(f"{MAIN} [data-testid='stDataFrame']")).to_have_count(1)
+    screenshot(p, "attention_stats_en")
+
+    choose(p, wait_for_app, "attention.section", translate("attention.section.ablation", "en"), "att_view",
+           "ablation")
+    option = translate("attention.ablation.option", "en", kind=translate("attention.kind.cross", "en"), layer=1,
+                       head=1)
+    box = widget(p, "attention.ablate").locator("input")
+    box.click()
+    box.press_sequentially(option)
+    box.press("Enter")
+    p.wait_for_url(re.compile(r"att_off=cross-1-1"))
+    p.keyboard.press("Escape")
+    wait_for_app(p)
+    expect(p.get_by_text(translate("attention.ablation.probability_same", "en"))).to_be_visible()
+    expect(charts(p, "attention.ablation_chart")).to_have_count(1)
+    screenshot(p, "attention_ablation_en")
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def test_attention_in_chinese_with_bad_input(page, wait_for_app, screenshot):
+    p = page("/attention?lang=zh&att_view=inside&att_kind=decoder", locale="zh-CN")
+    expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("attention.title", "zh"))
+    expect(p.get_by_text(translate("attention.section.inside", "zh"), exact=True)).to_be_visible()
+    screenshot(p, "attention_inside_zh")
+    type_into(p, wait_for_app, "attention.text", "<b>x</b> ☃")
+    unknown = re.compile(re.escape(translate("common.input.unknown_chars", "zh", chars="")) + ".*☃")
+    expect(p.locator(f"{MAIN} [data-testid='stAlert']").filter(has_text=unknown)).to_be_visible()
+    assert "<b>x" not in (widget(p, "attention.scores").inner_html())
+    type_into(p, wait_for_app, "attention.text", "")
+    expect(p.get_by_text(translate("common.input.empty", "zh"))).to_be_visible()
+    expect(charts(p, "attention.scores")).to_have_count(0)
+    screenshot(p, "attention_empty_zh")
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def test_attention_fits_a_phone_wide_window(page, wait_for_app, screenshot):
+    p = page("/attention?lang=en")
+    p.set_viewport_size({"width": 390, "height": 844})
+    wait_for_app(p)
+    grid, zoom = charts(p, "attention.grid"), charts(p, "attention.zoom")
+    expect(grid).to_have_count(1)
+    expect(zoom).to_have_count(1)
+    cfg = models.get_model(models.shipped_models()[0]).model.config
+    expect(grid.locator(".annotation-text")).to_have_count(cfg.n_layers * cfg.n_heads)  # a title per small map
+    for chart in (grid, zoom):
+        box = chart.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    screenshot(p, "attention_overview_390px")
+    assert p.locator(EXCEPTION).count() == 0

@@ -1,0 +1,227 @@
+"""The decoding page in a real browser: every control, both languages, bad input, links to a step.
+
+Needs a shipped model (assets/checkpoints); screenshots go to test-artifacts/.
+"""
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import expect
+
+from ui import models
+from ui.i18n import translate
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not models.shipped_models(), reason="no shipped model in assets/checkpoints"),
+]
+
+EXCEPTION = '[data-testid="stException"]'
+MAIN = '[data-testid="stMain"]'
+ENDED = f"{MAIN} [data-testid='stAlertContentSuccess'], {MAIN} [data-testid='stAlertContentWarning']"
+
+
+def query(p) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlparse(p.url).query).items()}
+
+
+def widget(p, key: str):
+    """The element of the widget with session key ``key`` (Streamlit writes dots as hyphens)."""
+    return p.locator(f".st-key-{key.replace('.', '-')}")
+
+
+def choose(p, wait_for_app, key: str, label: str, param: str, value: str) -> None:
+    """Click option ``label`` of the segmented control ``key`` and wait until ``?param=value``."""
+    widget(p, key).get_by_role("radio", name=label, exact=True).click()
+    p.wait_for_url(re.compile(rf"[?&]{param}={re.escape(value)}(&|$)"))
+    wait_for_app(p)
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def charts(p, key: str):
+    return widget(p, key).locator(".js-plotly-plot")
+
+
+def type_into(p, wait_for_app, key: str, text: str) -> None:
+    box = widget(p, key).locator("input")
+    box.fill(text)
+    box.press("Enter")
+    wait_for_app(p)
+
+
+def step_status(p, step: int | str, n: int | str = r"\d+"):
+    """The status line of step ``step`` of ``n`` ("Step 2 of 9. The decoder reads ...")."""
+    return p.get_by_text(re.compile(rf"^Step {step} of {n}\b"))
+
+
+def click_step(p, wait_for_app, button: str, expected: int) -> None:
+    """Click ‹ Previous or Next › (``button``: "prev" / "next") and wait for ``?dec_step=expected``."""
+    widget(p, f"decoding.{button}").get_by_role("button").click()
+    p.wait_for_url(re.compile(rf"dec_step={expected}(&|$)"))
+    wait_for_app(p)
+
+
+def step_slider(p):
+    return widget(p, "decoding.step").get_by_role("slider")
+
+
+def test_decoding_every_control(page, wait_for_app, screenshot):
+    p = page("/decoding?lang=en")
+    expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("decoding.title", "en"))
+    expect(charts(p, "decoding.step_figure")).to_have_count(1)
+    expect(step_status(p, 1)).to_be_visible()
+    expect(widget(p, "decoding.prev").get_by_role("button")).to_be_disabled()
+
+    click_step(p, wait_for_app, "next", 2)
+    click_step(p, wait_for_app, "next", 3)
+    expect(step_status(p, 3)).to_be_visible()
+    expect(step_slider(p)).to_have_value("3")
+    click_step(p, wait_for_app, "prev", 2)
+    expect(step_status(p, 2)).to_be_visible()
+    expect(charts(p, "decoding.step_figure").get_by_text(
+        translate("decoding.steps.triangle", "en", layer=1, head=1))).to_be_visible()
+    slider = step_slider(p)
+    slider.focus()
+    slider.press("End")
+    p.wait_for_url(re.compile(r"dec_step=(?!2(&|$))\d+"))
+    wait_for_app(p)
+    last = query(p)["dec_step"]
+    expect(step_status(p, last, last)).to_be_visible()
+    expect(p.locator(ENDED)).to_have_count(1)
+    expect(widget(p, "decoding.next").get_by_role("button")).to_be_disabled()
+    screenshot(p, "decoding_last_step_en")
+
+    choose(p, wait_for_app, "decoding.layer", "2", "dec_layer", "2")
+    choose(p, wait_for_app, "decoding.head", "2", "dec_head", "2")
+    # The figure follows the layer and head, and the step stays where it was.
+    expect(charts(p, "decoding.step_figure").get_by_text(
+        translate("decoding.steps.triangle", "en", layer=2, head=2))).to_be_visible()
+    expect(step_status(p, last, last)).to_be_visible()
+    choose(p, wait_for_app, "decoding.strategy", translate("decoding.strategy_name.beam", "en"), "dec_strategy", "beam")
+    expect(p.locator(f"{MAIN} [data-testid='stDataFrame']")).to_have_count(1)
+    choose(p, wait_for_app, "decoding.strategy", translate("decoding.strategy_name.sample", "en"), "dec_strategy",
+           "sample")
+    expect(charts(p, "decoding.step_figure")).to_have_count(1)
+    expect(charts(p, "decoding.step_figure").get_by_text(translate("decoding.steps.sampled_probs", "en"))).to_have_count(1)
+    screenshot(p, "decoding_sampling_step_en")
+
+    choose(p, wait_for_app, "decoding.section", translate("decoding.section.compare", "en"), "dec_view", "compare")
+    beam = widget(p, "decoding.beam").get_by_role("slider")
+    beam.focus()
+    beam.press("Home")
+    p.wait_for_url(re.compile(r"dec_beam=1(&|$)"))
+    wait_for_app(p)
+    texts = p.locator(f"{MAIN} [data-testid='stCode']").all_inner_texts()
+    assert texts[0] == texts[1], "a beam of one is greedy decoding"
+    temperature = widget(p, "decoding.temperature").get_by_role("slider")
+    temperature.focus()
+    temperature.press("End")
+    p.wait_for_url(re.compile(r"dec_temp=2\.0(&|$)"))
+    wait_for_app(p)
+    top_k = widget(p, "decoding.top_k").get_by_role("slider")
+    top_k.focus()
+    top_k.press("Home")
+    p.wait_for_url(re.compile(r"dec_topk=1(&|$)"))
+    wait_for_app(p)
+    seed = widget(p, "decoding.seed").locator("input")
+    seed.fill("42")
+    seed.press("Enter")
+    p.wait_for_url(re.compile(r"dec_seed=42(&|$)"))
+    wait_for_app(p)
+    screenshot(p, "decoding_compare_en")
+
+    choose(p, wait_for_app, "decoding.section", translate("decoding.section.forcing", "en"), "dec_view", "forcing")
+    expect(p.locator(f"{MAIN} [data-testid='stDataFrame']")).to_have_count(1)
+    expect(charts(p, "decoding.forcing_chart")).to_have_count(1)
+    screenshot(p, "decoding_forcing_en")
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def test_decoding_in_chinese_with_bad_input(page, wait_for_app, screenshot):
+    p = page("/decoding?lang=zh&dec_view=steps&dec_step=3", locale="zh-CN")
+    expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("decoding.title", "zh"))
+    assert query(p)["dec_step"] == "3"
+    expect(p.get_by_text(re.compile(r"^第 3 步，共 \d+ 步"))).to_be_visible()
+    screenshot(p, "decoding_steps_zh")
+    type_into(p, wait_for_app, "decoding.text", "x" * 120)
+    expect(p.get_by_text(translate("common.input.truncated", "zh", limit=48)[:8])).to_be_visible()
+    type_into(p, wait_for_app, "decoding.text", "   ")
+    expect(p.get_by_text(translate("common.input.empty", "zh"))).to_be_visible()
+    screenshot(p, "decoding_empty_zh")
+    assert p.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.skipif("dates" not in models.shipped_models(), reason="the dates model is not shipped yet")
+def test_decoding_a_typed_target_when_the_task_has_none(page, wait_for_app, screenshot):
+    p = page("/decoding?lang=en&model=dates&dec_view=forcing")
+    type_into(p, wait_for_app, "decoding.text", "31 feb 2026")
+    expect(p.get_by_text(translate("decoding.forcing.no_target", "en"))).to_be_visible()
+    type_into(p, wait_for_app, "decoding.target", "2026-03-03")
+    p.wait_for_url(re.compile(r"dec_target=2026-03-03"))
+    expect(p.locator(f"{MAIN} [data-testid='stDataFrame']")).to_have_count(1)
+    screenshot(p, "decoding_typed_target_en")
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def test_decoding_step_link_follows_the_view(page, wait_for_app, screenshot):
+    """The step is in the URL (``?dec_step=``) like every view control: a step change shows there, a
+    link opens its step, a bad value gets one notice, and the step survives a trip to another page."""
+    p = page("/decoding?lang=en&dec_step=abc")
+    expect(step_status(p, 1)).to_be_visible()
+    expect(p.locator("[data-testid='stToast']")).to_have_count(1)
+    expect(p.locator("[data-testid='stToast']")).to_contain_text("abc")
+    assert query(p)["dec_step"] == "1", "the ignored value leaves the link, which names the step shown"
+    screenshot(p, "decoding_bad_step_link_en")
+
+    slider = step_slider(p)
+    slider.focus()
+    slider.press("End")
+    p.wait_for_url(re.compile(r"dec_step=(?!1(&|$))\d+"))
+    wait_for_app(p)
+    last = int(query(p)["dec_step"])
+    expect(step_status(p, last, last)).to_be_visible()
+    # A shorter sentence has fewer steps than the one shown: it shows its own last step, the nearest,
+    # and the link says so.
+    type_into(p, wait_for_app, "decoding.text", "ab")
+    p.wait_for_url(re.compile(rf"dec_step=(?!{last}(&|$))\d+"))
+    shorter = int(query(p)["dec_step"])
+    assert shorter < last
+    expect(step_status(p, shorter, shorter)).to_be_visible()
+    expect(p.locator(ENDED)).to_have_count(1)
+
+    linked = page("/decoding?lang=en&dec_step=3")
+    expect(step_status(linked, 3)).to_be_visible()
+    expect(step_slider(linked)).to_have_value("3")
+    expect(linked.locator("[data-testid='stToast']")).to_have_count(0)
+    assert query(linked)["dec_step"] == "3"
+
+    fresh = page("/decoding?lang=en")
+    for expected in (2, 3):
+        click_step(fresh, wait_for_app, "next", expected)
+    # Away to another page and back by the sidebar: the step is where it was, in the view and the link.
+    fresh.locator('[data-testid="stSidebarNav"] a').filter(has_text=translate("tokens.title", "en")).click()
+    fresh.wait_for_url(re.compile(r"/tokens(\?|$)"))
+    wait_for_app(fresh)
+    assert "dec_step" not in query(fresh)
+    fresh.locator('[data-testid="stSidebarNav"] a').filter(has_text=translate("decoding.title", "en")).click()
+    fresh.wait_for_url(re.compile(r"/decoding(\?|$)"))
+    wait_for_app(fresh)
+    expect(step_status(fresh, 3)).to_be_visible()
+    fresh.wait_for_url(re.compile(r"dec_step=3(&|$)"))
+    screenshot(fresh, "decoding_step_after_page_switch_en")
+    assert p.locator(EXCEPTION).count() == 0 and fresh.locator(EXCEPTION).count() == 0
+
+
+def test_decoding_on_a_phone(page, wait_for_app, screenshot):
+    """At 390 px the step's controls and figure fit the width (no sideways scrolling)."""
+    p = page("/decoding?lang=en&dec_step=2")
+    p.set_viewport_size({"width": 390, "height": 900})
+    wait_for_app(p)
+    expect(step_status(p, 2)).to_be_visible()
+    expect(charts(p, "decoding.step_figure")).to_have_count(1)
+    width = p.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollWidth")
+    assert width <= 390, width
+    screenshot(p, "decoding_step_390px_en")
+    assert p.locator(EXCEPTION).count() == 0

@@ -1,0 +1,75 @@
+"""The positional-encoding page in a real browser: every slider to its ends, the switch and the
+shuffle of order blindness, a screenshot per state.
+
+The server uses the shipped checkpoints; where none is installed, order blindness is left out
+and the checks that need a model are skipped inside the test.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from ui.i18n import LANGS, translate
+
+pytestmark = pytest.mark.e2e
+
+EXCEPTION = '[data-testid="stException"]'
+PLOT = ".js-plotly-plot"
+
+
+def wait_for_url(p, wait_for_app, pattern: str) -> None:
+    """Wait until the rerun caused by an action has written ``pattern`` into the URL and finished."""
+    p.wait_for_url(re.compile(pattern))
+    wait_for_app(p)
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def flip(p, label: str) -> None:
+    """Click the st.toggle labelled ``label``."""
+    p.locator('[data-testid="stCheckbox"]', has=p.get_by_role("switch", name=label, exact=True)).click()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_positional_page(page, wait_for_app, screenshot, lang):
+    p = page(f"/positional-encoding?lang={lang}")
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("positional.title", lang))
+    assert p.locator(EXCEPTION).count() == 0
+    model = p.get_by_text(translate("common.model.none_available", lang)).count() == 0
+    p.wait_for_function(f"document.querySelectorAll('{PLOT}').length >= {9 if model else 6}")  # table+waves: one
+    expect(p.get_by_text("0.909297")).to_be_visible()
+    screenshot(p, f"positional_default_{lang}")
+    sliders = p.get_by_role("slider")
+    sliders.nth(3).focus()  # the dimension pair
+    p.keyboard.press("End")
+    wait_for_url(p, wait_for_app, "pe_pair=31")
+    expect(p.get_by_text(re.compile(r"i = 31"))).to_be_visible()  # the pair's numbers follow the slider
+    screenshot(p, f"positional_last_pair_{lang}")
+    sliders.nth(2).focus()  # the base
+    p.keyboard.press("Home")
+    wait_for_url(p, wait_for_app, "pe_base=10(&|$)")
+    sliders.nth(0).focus()  # d_model
+    p.keyboard.press("Home")
+    wait_for_url(p, wait_for_app, "pe_d=2(&|$)")
+    expect(p.get_by_text(translate("positional.table.one_pair", lang))).to_be_visible()
+    screenshot(p, f"positional_smallest_{lang}")
+    if model:
+        flip(p, translate("positional.blind.use_pe", lang))
+        wait_for_url(p, wait_for_app, "pe_on=true")
+        expect(p.get_by_text(translate("positional.blind.sees_order", lang))).to_be_visible()
+        screenshot(p, f"positional_pe_on_{lang}")
+        flip(p, translate("positional.blind.use_pe", lang))
+        wait_for_url(p, wait_for_app, "pe_on=false")
+        p.get_by_role("button", name=translate("positional.blind.shuffle", lang)).click()
+        wait_for_url(p, wait_for_app, "pe_shuffle=1")
+        expect(p.get_by_text(translate("positional.blind.blind", lang))).to_be_visible()
+        screenshot(p, f"positional_shuffled_{lang}")
+
+
+def test_positional_page_on_a_phone(page, screenshot):
+    p = page("/positional-encoding?lang=en")
+    p.set_viewport_size({"width": 390, "height": 844})
+    p.wait_for_function(f"document.querySelectorAll('{PLOT}').length >= 6")
+    assert p.evaluate("() => document.documentElement.scrollWidth") <= 390
+    screenshot(p, "positional_phone_en")

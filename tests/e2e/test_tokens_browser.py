@@ -1,0 +1,72 @@
+"""The tokens page in a real browser: every side of the batch, bad input, a screenshot per state.
+
+The server uses the shipped checkpoints; where none is installed, the embedding pictures show a
+notice instead and the chart count says so.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from ui.i18n import LANGS, translate
+
+pytestmark = pytest.mark.e2e
+
+EXCEPTION = '[data-testid="stException"]'
+PLOT = ".js-plotly-plot"
+BAD_BATCH = "<b>bold</b> 你好 👍🏽\n" + "x" * 60 + "\n\n   "
+
+
+def wait_for_url(p, wait_for_app, pattern: str) -> None:
+    """Wait until the rerun caused by an action has written ``pattern`` into the URL and finished."""
+    p.wait_for_url(re.compile(pattern))
+    wait_for_app(p)
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def submit_text(p, label: str, text: str) -> None:
+    box = p.get_by_role("textbox", name=label)
+    box.fill(text)
+    box.press("Control+Enter")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_tokens_page(page, wait_for_app, screenshot, lang):
+    p = page(f"/tokens?lang={lang}")
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("tokens.title", lang))
+    assert p.locator(EXCEPTION).count() == 0
+    model = p.get_by_text(translate("common.model.none_available", lang)).count() == 0
+    p.wait_for_function(f"document.querySelectorAll('{PLOT}').length >= {5 if model else 0}")
+    expect(p.locator("td.pad").first).to_be_visible()
+    expect(p.locator("td.pad").first).to_have_css("background-color", "rgb(228, 229, 233)")  # padding: grey
+    screenshot(p, f"tokens_default_{lang}")
+    for side in ("decoder_in", "labels", "source"):
+        p.get_by_role("radio", name=translate(f"tokens.batch.side_{side}", lang), exact=True).click()
+        wait_for_url(p, wait_for_app, f"tok_side={side}")
+        if side != "source":
+            expect(p.locator("td.special").first).to_be_visible()
+            expect(p.locator("td.special").first).to_have_css("background-color", "rgb(219, 233, 251)")  # blue
+        screenshot(p, f"tokens_side_{side}_{lang}")
+    label = translate("tokens.batch.input", lang, lines=8, chars=48)
+    submit_text(p, label, BAD_BATCH)
+    wait_for_url(p, wait_for_app, "batch=%3Cb%3E")
+    expect(p.get_by_text(translate("common.input.truncated", lang, limit=48))).to_be_visible()
+    expect(p.locator("td.unk").first).to_be_visible()
+    expect(p.locator("td.unk").first).to_have_css("background-color", "rgb(253, 224, 223)")  # unknown: red
+    assert p.locator('[data-testid="stMain"] b', has_text="bold").count() == 0  # typed HTML stays text
+    screenshot(p, f"tokens_bad_input_{lang}")
+    submit_text(p, label, "   ")
+    wait_for_url(p, wait_for_app, r"batch=(\+|%20){3}")
+    expect(p.get_by_text(translate("common.input.empty", lang))).to_be_visible()
+    screenshot(p, f"tokens_empty_{lang}")
+
+
+def test_tokens_page_on_a_phone(page, screenshot):
+    p = page("/tokens?lang=en")
+    p.set_viewport_size({"width": 390, "height": 844})
+    expect(p.locator("td.pad").first).to_be_attached()
+    # A wide batch scrolls inside its own box: the page itself does not get wider than the phone.
+    assert p.evaluate("() => document.documentElement.scrollWidth") <= 390
+    screenshot(p, "tokens_phone_en")

@@ -1,0 +1,48 @@
+"""explain.embeddings: the batch laid out as tables, and the steps from ids to the encoder's input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from explain.embeddings import embedding_stages, rms
+from model.config import TransformerConfig
+from model.tasks import DEFAULT_ALPHABET
+from model.tokenizer import CharTokenizer
+from model.transformer import Transformer
+
+SENTENCES = ["hello world", "attention is all you need", "hi!"]
+
+
+class FakeCheckpoint:
+    def __init__(self) -> None:
+        torch.manual_seed(0)
+        self.tokenizer = CharTokenizer(DEFAULT_ALPHABET)
+        vocab = self.tokenizer.vocab_size
+        self.model = Transformer(TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=16,
+                                                   n_heads=2, n_layers=1, d_ff=32, max_len=64)).eval()
+        self.task = {"name": "copy"}
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> CharTokenizer:
+    return CharTokenizer(DEFAULT_ALPHABET)
+
+
+def test_embedding_stages_are_what_the_model_feeds_its_encoder():
+    ckpt = FakeCheckpoint()
+    ids = tuple(ckpt.tokenizer.encode("hello") + [0, 0])
+    stages = embedding_stages(ckpt, ids)
+    assert stages.tokens[-1] == "<pad>" and stages.scale == pytest.approx(4.0)
+    np.testing.assert_allclose(stages.scaled, stages.lookup * 4.0)
+    with torch.inference_mode():
+        reference = ckpt.model.embed(torch.tensor([ids]), "src")[0].double().numpy()
+    np.testing.assert_allclose(stages.total, reference, atol=1e-5)
+    np.testing.assert_array_equal(stages.lookup[2], stages.lookup[3])  # "l" twice: the same row
+    assert stages.matrix.shape == (ckpt.tokenizer.vocab_size, 16)
+    assert stages.vocab[:4] == ["<pad>", "<bos>", "<eos>", "<unk>"] and len(stages.vocab) == stages.matrix.shape[0]
+
+
+def test_rms_is_the_typical_entry():
+    assert rms(np.array([[3.0, -3.0], [3.0, 3.0]])) == pytest.approx(3.0)
+    assert rms(np.zeros((0, 4))) == 0.0

@@ -1,0 +1,104 @@
+"""figures.decoding: the step's three pictures, drawn as one figure, and the teacher-forcing bars."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from figures import decoding as fd
+
+WEIGHTS = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
+PREFIX = ["<bos>", "a", "b"]
+
+
+def triangle(final_length: int = 6):
+    return fd.triangle(WEIGHTS, PREFIX, final_length, title="Tri", x_title="key", y_title="query", hover="%{z}")
+
+
+def topk(sampling=()):
+    return fd.topk(["a", " ", "<eos>"], [0.7, 0.2, 0.1], " ", sampling=sampling, names=("m", "s"), title="Top",
+                   x_title="p", hover="%{x}")
+
+
+def cross():
+    return fd.cross(np.full((2, 4), 0.25), list("ab c"), ["Head 1", "Head 2"], title="Cross", x_title="source",
+                    hover="%{y} → %{x}: %{z:.3f}")
+
+
+def test_triangle_fills_only_the_prefix():
+    fig = triangle()
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert z.shape == (6, 6)
+    assert (~np.isnan(z)).sum() == 9 and np.allclose(z[:3, :3].sum(axis=1), 1.0, atol=1e-3)
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
+    assert list(fig.layout.xaxis.ticktext) == ["&lt;bos&gt;", "a", "b", "", "", ""]
+    assert len(fig.layout.shapes) == 1 and fig.layout.shapes[0].y0 == pytest.approx(1.5)
+    masked = fig.data[1]  # the look-ahead mask's ✕ over the prefix's upper triangle
+    assert sorted(zip(masked.y, masked.x)) == [(0, 1), (0, 2), (1, 2)]
+
+
+def test_cross_attention_has_one_row_per_head_on_the_same_scale():
+    fig = cross()
+    assert np.asarray(fig.data[0].z).shape == (2, 4)
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
+    assert list(fig.layout.xaxis.ticktext) == ["a", "b", "␣", "c"]
+    assert list(fig.layout.yaxis.ticktext) == ["Head 1", "Head 2"]
+
+
+def test_top_k_marks_the_chosen_token():
+    fig = topk()
+    assert list(fig.data[0].marker.color) == [fd.CANDIDATE_COLOR, fd.CHOSEN_COLOR, fd.CANDIDATE_COLOR]
+    assert list(fig.data[0].marker.color) == ["#1f77b4", "#d62728", "#1f77b4"]
+    assert list(fig.layout.yaxis.ticktext) == ["a", "␣", "&lt;eos&gt;"]
+    assert len(fig.data) == 1 and not fig.layout.showlegend
+    both = fd.topk(["a"], [1.0], "a", sampling=[1.0], names=("m", "s"), title="", x_title="p", hover="%{x}")
+    assert len(both.data) == 2 and both.layout.showlegend
+
+
+def test_top_k_escapes_the_names_of_the_distributions():
+    fig = fd.topk(["a"], [1.0], "a", sampling=[1.0], names=("<b>m</b>", "s&"), title="", x_title="p", hover="%{x}")
+    assert [bar.name for bar in fig.data] == ["&lt;b&gt;m&lt;/b&gt;", "s&amp;"]
+
+
+def test_forcing_bars_are_green_where_right_and_red_where_wrong():
+    fig = fd.forcing(["a", " ", "<eos>"], [0.9, 0.2, 0.6], [True, False, True], x_title="t", y_title="p",
+                     hover="%{customdata}: %{y:.3f}")
+    assert list(fig.data[0].marker.color) == [fd.RIGHT_COLOR, fd.CHOSEN_COLOR, fd.RIGHT_COLOR]
+    assert list(fig.data[0].customdata) == ["a", "␣", "&lt;eos&gt;"]
+    assert list(fig.layout.xaxis.ticktext) == ["a", "␣", "&lt;eos&gt;"]
+    assert np.allclose(fig.data[0].y, [0.9, 0.2, 0.6])
+
+
+def test_the_step_figure_keeps_each_part_in_its_own_cell():
+    fig = fd.step_figure(triangle(), topk(), cross())
+    cells = {(trace.type, trace.xaxis, trace.yaxis) for trace in fig.data}
+    assert cells == {("heatmap", "x", "y"), ("scatter", "x", "y"), ("bar", "x2", "y2"), ("heatmap", "x3", "y3")}
+    layout = fig.layout
+    assert [note.text for note in layout.annotations] == ["Tri", "Top", "Cross"]
+    assert list(layout.xaxis.ticktext) == ["&lt;bos&gt;", "a", "b", "", "", ""]
+    assert layout.yaxis.autorange == "reversed" and layout.yaxis2.autorange == "reversed"
+    assert list(layout.yaxis2.ticktext) == ["a", "␣", "&lt;eos&gt;"] and tuple(layout.xaxis2.range) == (0, 1.12)
+    assert list(layout.yaxis3.ticktext) == ["Head 1", "Head 2"]
+    # Triangle and bars side by side (3 : 2), the cross-attention below across the width.
+    assert layout.xaxis.domain[1] < layout.xaxis2.domain[0]
+    assert (layout.xaxis.domain[1] - layout.xaxis.domain[0]) > (layout.xaxis2.domain[1] - layout.xaxis2.domain[0])
+    assert layout.yaxis3.domain[1] < min(layout.yaxis.domain[0], layout.yaxis2.domain[0])
+    assert tuple(layout.xaxis3.domain) == pytest.approx((0, 1))
+    # One colour bar, beside the cross-attention: the triangle shares its 0..1 scale.
+    triangle_heat, cross_heat = [trace for trace in fig.data if trace.type == "heatmap"]
+    assert triangle_heat.showscale is False and cross_heat.showscale is not False
+    assert cross_heat.colorbar.y == pytest.approx(sum(layout.yaxis3.domain) / 2)
+    # The newest row's outline and the background of positions not written yet stay in the triangle's cell.
+    outline = [s for s in layout.shapes if s.xref in (None, "x") and s.line.color == fd.CHOSEN_COLOR]
+    assert len(outline) == 1 and outline[0].y0 == pytest.approx(1.5)
+    background = [s for s in layout.shapes if s.xref == "x domain"]
+    assert len(background) == 1 and background[0].fillcolor == fd.UNWRITTEN_COLOR
+    assert not layout.showlegend
+
+
+def test_the_step_figure_is_as_tall_as_its_parts_and_names_the_sampled_distribution():
+    small, tall = fd.step_figure(triangle(3), topk(), cross()), fd.step_figure(triangle(20), topk(), cross())
+    assert tall.layout.height - small.layout.height == triangle(20).layout.height - max(
+        triangle(3).layout.height, topk().layout.height)
+    sampled = fd.step_figure(triangle(), topk(sampling=[0.8, 0.2, 0.0]), cross())
+    assert sampled.layout.showlegend and [bar.name for bar in sampled.data if bar.type == "bar"] == ["m", "s"]
+    assert sampled.layout.margin.t > small.layout.margin.t, "room for the legend above the titles"

@@ -1,0 +1,77 @@
+"""figures.masks: an attention map with its hidden and leaking cells, and one row in three bar charts."""
+from __future__ import annotations
+
+import numpy as np
+
+from figures import masks as fm
+from figures.style import MASKED_COLOR
+
+TOKENS = ("h", "i", "<pad>", "<pad>")
+REAL = np.array([True, True, False, False])
+
+
+def uniform(allowed: np.ndarray) -> np.ndarray:
+    """Weights spread evenly over the allowed keys of each row."""
+    return allowed / allowed.sum(axis=1, keepdims=True)
+
+
+def test_attention_map_marks_hidden_and_leaking_cells():
+    padding = np.broadcast_to(REAL, (4, 4))
+    hideable = ~padding
+    everything = np.ones((4, 4), bool)
+    on = fm.attention_map(uniform(padding), padding, hideable & padding, TOKENS, title="t", x_title="x",
+                          y_title="y")
+    off = fm.attention_map(uniform(everything), everything, hideable & everything, TOKENS, title="t", x_title="x",
+                           y_title="y")
+    assert len(on.data) == 2 and on.data[1].marker.symbol == "x-thin"  # ✕ on the hidden cells
+    assert list(on.data[1].x) == [2, 3, 2, 3, 2, 3, 2, 3]
+    assert len(off.data) == 2 and off.data[1].marker.symbol == "square-open"  # frames on leaks
+    assert off.data[1].marker.color == fm.LEAK_COLOR
+    assert list(off.data[1].y) == [0, 0, 1, 1, 2, 2, 3, 3] and list(off.data[1].x) == [2, 3] * 4
+    assert list(on.data[0].x) == [0, 1, 2, 3]
+    assert list(off.layout.xaxis.ticktext) == ["h", "i", "&lt;pad&gt;", "&lt;pad&gt;"]
+    assert on.layout.title.text == "t" and on.layout.height == fm.map_height(4)
+    assert not on.layout.shapes and not on.layout.annotations
+
+
+def test_attention_map_without_a_mask_or_a_leak_is_one_trace():
+    everything = np.ones((3, 3), bool)
+    fig = fm.attention_map(uniform(everything), everything, np.zeros((3, 3), bool), ("a", "b", "c"), title="t",
+                           x_title="x", y_title="y")
+    assert [trace.type for trace in fig.data] == ["heatmap"]
+
+
+def test_map_height_follows_the_sentence_within_limits():
+    assert fm.map_height(1) == 280 and fm.map_height(10) == 360 and fm.map_height(100) == 560
+
+
+def test_row_bars_show_hidden_keys_in_three_steps():
+    raw = np.array([1.0, -0.5, 2.0, 0.3])
+    allowed = np.array([True, True, False, False])
+    weights = np.array([0.8, 0.2, 0.0, 0.0])
+    raw_fig, masked_fig, weights_fig = fm.row_bars(raw, weights, allowed, TOKENS, titles=("1", "2", "3"),
+                                                   x_title="key", minus_inf="−∞")
+    assert [f.layout.title.text for f in (raw_fig, masked_fig, weights_fig)] == ["1", "2", "3"]
+    assert list(raw_fig.data[0].marker.color[2:]) == [fm.HIDDEN_BAR_COLOR] * 2  # grey: hidden by the mask
+    np.testing.assert_array_equal(raw_fig.data[0].y, raw)
+    assert np.isnan(masked_fig.data[0].y[2:]).all()  # −∞: no bar at all
+    assert list(masked_fig.data[1].x) == [2, 3] and list(masked_fig.data[1].text) == ["−∞", "−∞"]
+    assert masked_fig.data[1].marker.line.color == MASKED_COLOR
+    assert list(weights_fig.data[1].x) == [2, 3] and weights_fig.data[1].text is None
+    assert tuple(weights_fig.layout.yaxis.range) == (0, 1.0)
+    assert list(raw_fig.layout.xaxis.ticktext) == ["h", "i", "&lt;pad&gt;", "&lt;pad&gt;"]
+    assert raw_fig.data[0].hovertemplate[2] == "&lt;pad&gt;: %{y:.3f}<extra></extra>"
+
+
+def test_row_bars_label_minus_infinity_only_when_few_keys_are_hidden():
+    n = fm.FEW_LABELS + 1
+    allowed = np.arange(n + 1) == 0
+    _, masked_fig, _ = fm.row_bars(np.zeros(n + 1), allowed.astype(float), allowed, ("x",) * (n + 1),
+                                   titles=("1", "2", "3"), x_title="key", minus_inf="−∞")
+    assert masked_fig.data[1].mode == "markers" and masked_fig.data[1].text is None
+
+
+def test_row_bars_without_a_mask_have_no_markers():
+    figures = fm.row_bars(np.zeros(3), np.full(3, 1 / 3), np.ones(3, bool), ("a", "b", "c"), titles=("1", "2", "3"),
+                          x_title="key", minus_inf="−∞")
+    assert [len(f.data) for f in figures] == [1, 1, 1]

@@ -1,0 +1,74 @@
+"""figures.tokens: escaped tables that colour cells by kind, and the embedding heatmaps."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from explain.tokens import SENTENCE_ROWS, sentence_frame, side_frames
+from explain.tokens import sentence_batch
+from figures.labels import VISIBLE_SPACE
+from figures.style import DIVERGING
+from figures.tokens import kind_table_html, matrix_figure, stage_figures
+from model.tasks import DEFAULT_ALPHABET
+from model.tokenizer import CharTokenizer
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> CharTokenizer:
+    return CharTokenizer(DEFAULT_ALPHABET)
+
+
+def test_table_html_escapes_and_marks_cells(tokenizer):
+    batch = sentence_batch(["<b>x</b>", "ab"], tokenizer, "copy")
+    tokens, _, kinds = side_frames(batch.source, ["<i>row</i>", "row 2"])
+    html = kind_table_html(tokens, kinds, "t1")
+    assert "<b>x" not in html and "<i>row" not in html
+    assert "&lt;unk&gt;" in html and "&lt;pad&gt;" in html and "&lt;i&gt;row&lt;/i&gt;" in html
+    assert html.count(" pad\"") == (kinds == "pad").sum()
+    assert html.count(" unk\"") == (kinds == "unk").sum()
+    assert "#T_t1 td.pad" in html  # the kinds' colours, scoped to this table
+
+
+def test_table_cells_are_visible(tokenizer):
+    batch = sentence_batch(["a b", "ab"], tokenizer, "copy")
+    tokens, ids, kinds = side_frames(batch.source, ["one", "two"])
+    assert f">{VISIBLE_SPACE}<" in kind_table_html(tokens, kinds, "t2")
+    ids_html = kind_table_html(ids, kinds, "t3")
+    assert ">0<" in ids_html and ids_html.count(" pad\"") == (kinds == "pad").sum()
+    control = pd.DataFrame([["\x01", "&"]], index=["<r>"], columns=[0, 1], dtype=object)
+    html = kind_table_html(control, np.array([["char", "unk"]], dtype=object), "t4")
+    assert ">\\x01<" in html and ">&amp;<" in html and "&lt;r&gt;" in html and "\x01" not in html
+
+
+def test_sentence_table_marks_specials(tokenizer):
+    batch = sentence_batch(["ab"], tokenizer, "copy")
+    frame, kinds = sentence_frame(batch, 0, {k: k for k in SENTENCE_ROWS})
+    html = kind_table_html(frame, kinds, "s")
+    assert html.count(" special\"") == 4  # <bos> and its id, <eos> and its id
+    assert "&lt;bos&gt;" in html and "&lt;eos&gt;" in html
+
+
+def test_stage_figures_share_one_colour_scale():
+    rng = np.random.default_rng(0)
+    stages = [rng.standard_normal((3, 8)) * scale for scale in (0.1, 1.0, 0.5, 2.0)]
+    figures = stage_figures(["h", "i", "<pad>"], stages, ("a", "b", "c", "d"), ("x", "y", "%{z}"))
+    traces = [f.to_dict()["data"][0] for f in figures]
+    assert len({(tr["zmin"], tr["zmax"]) for tr in traces}) == 1
+    assert traces[0]["zmax"] == pytest.approx(max(np.abs(s).max() for s in stages), rel=1e-6)
+    assert [tr["showscale"] for tr in traces] == [False, False, False, True]
+    assert traces[0]["colorscale"] == go.Figure(go.Heatmap(colorscale=DIVERGING)).to_dict()["data"][0]["colorscale"]
+    layout = figures[3].to_dict()["layout"]
+    assert layout["yaxis"]["ticktext"] == ["h", "i", "&lt;pad&gt;"] and layout["title"]["text"] == "d"
+    assert "customdata" not in traces[0]  # the hover names positions; the axis names the tokens
+
+
+def test_matrix_figure_marks_the_rows_used():
+    matrix = np.arange(20, dtype=float).reshape(5, 4) - 10
+    fig = matrix_figure(matrix, ["<pad>", "a", "b", "<b>", "d"], (1, 3, 1), ("dim", "token", "%{z}")).to_dict()
+    ticks = fig["layout"]["yaxis"]["ticktext"]
+    assert ticks == ["&lt;pad&gt;", "▶ <b>a</b>", "b", "▶ <b>&lt;b&gt;</b>", "d"]
+    frames = [(s["y0"], s["y1"]) for s in fig["layout"]["shapes"]]
+    assert frames == [(0.5, 1.5), (2.5, 3.5)]
+    assert (fig["data"][0]["zmin"], fig["data"][0]["zmax"]) == (-10.0, 10.0)

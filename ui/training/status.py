@@ -1,0 +1,98 @@
+"""The live status of this session's training run, shown in the sidebar of every page.
+
+:func:`current_run` reads the run's :class:`~model.training.RunStatus` (state, reason, step, last
+loss, place in the queue: no history is copied), so it is cheap enough for every rerun of every
+page and for a refresh once a second. The sidebar says in one line which of these the session's
+run is in:
+
+* **queued** (with its place in the server's queue when the slot queue knows it) and **running**
+  (step of total, loss): the line sits in a fragment that refreshes itself every
+  :data:`REFRESH_SECONDS` without rerunning the page under it; when the run leaves those states the
+  fragment triggers one full rerun so every page sees the new state;
+* **paused**, **finished**, **stopped** (by its owner, or before it left the queue) and **failed**
+  (with the engine's reason, escaped so it shows literally): drawn once, no refresh.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import streamlit as st
+
+from model.training import RunStatus
+from ui.i18n import t
+from ui.training import session as training
+from ui.url_state import markdown_literal
+
+REFRESH_SECONDS = 1.0
+STOPPED_REASONS = {"stopped": "stopped", "stopped before it started": "stopped_queued"}  # engine reason -> key
+REASON_LIMIT = 160  # characters of a failure's reason shown in the sidebar (the training page shows more)
+
+
+def current_run() -> tuple[str, RunStatus] | None:
+    """``(model name, status)`` of this session's run right now, or None when there is none."""
+    session = training.peek_session()
+    run = session.run if session is not None else None
+    if run is None:
+        return None
+    status = run.status()
+    if status.state == "idle":
+        return None
+    names = {"task": run.config.task, "preset": run.config.preset}
+    return training.default_model_name(names, session.run_number), status
+
+
+def kind(status: RunStatus) -> str:
+    """What the sidebar says: queued, running, paused, finished, stopped, stopped_queued or failed."""
+    if status.state == "finished":
+        return STOPPED_REASONS.get(status.reason, "finished")
+    return status.state
+
+
+def status_text(model: str, status: RunStatus) -> str:
+    """The sidebar's sentence for the run of ``model``, in the session's language."""
+    said = kind(status)
+    if said == "queued":
+        if status.queue_position > 0:
+            return t("common.training.queued", model=model, position=status.queue_position,
+                     waiting=status.queue_waiting)
+        return t("common.training.queued_no_place", model=model)
+    if said == "stopped_queued":
+        return t("common.training.stopped_queued", model=model)
+    if said == "failed":
+        reason = markdown_literal(status.reason, REASON_LIMIT) or "?"
+        return t("common.training.failed", model=model, step=status.step, reason=reason)
+    loss = f"{status.loss:.4f}" if status.loss is not None else "–"
+    return t(f"common.training.{said}", model=model, step=status.step, total=status.max_steps, loss=loss)
+
+
+def _render(model: str, status: RunStatus) -> None:
+    text = status_text(model, status)
+    if status.state == "failed":
+        st.error(text, icon=":material/error:")
+        return
+    st.caption(text)
+    if status.max_steps and status.state != "queued":
+        st.progress(min(status.step / status.max_steps, 1.0))
+
+
+@st.fragment(run_every=timedelta(seconds=REFRESH_SECONDS))
+def _live_status() -> None:
+    current = current_run()
+    if current is None or not current[1].live:
+        st.rerun(scope="app")  # it paused, ended or failed: redraw the whole page once, then stay still
+    _render(*current)
+
+
+def sidebar_status(*, live: bool = True) -> None:
+    """Render the run's status where it is called (the sidebar does so on every page).
+
+    ``live=False`` draws it once, without the refreshing fragment: the training page passes it,
+    because its own live panel already shows the step and loss every second.
+    """
+    current = current_run()
+    if current is None:
+        return
+    if current[1].live and live:
+        _live_status()
+    else:
+        _render(*current)
