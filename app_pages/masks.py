@@ -3,7 +3,7 @@ from typing import Sequence
 
 import streamlit as st
 
-from explain.masks import (KINDS, HeadMap, PairTokens, flipped, head_map, leak_share, mask_set, masked_attention,
+from explain.masks import (SELF_ATTENTION_KINDS, HeadMap, PairTokens, flipped, head_map, leak_share, mask_set, masked_attention,
                            pair_tokens, row_steps, seed_example)
 from explain.text import MAX_LINES, prepare_sentences
 from explain.tokens import batch_of, fallback_tokenizer
@@ -22,7 +22,7 @@ SECTIONS = ("matrices", "printout", "effect", "row")
 SECTION = ChoiceParam("mask_view", default="matrices", choices=SECTIONS)
 PADDING = BoolParam("mask_pad", default=True)
 LOOK_AHEAD = BoolParam("mask_ahead", default=True)
-KIND = ChoiceParam("mask_kind", default="decoder", choices=KINDS)
+KIND = ChoiceParam("mask_kind", default="decoder", choices=SELF_ATTENTION_KINDS)
 MATRICES = ("padding", "look_ahead", "combined")
 ROW_STEPS = ("raw", "masked", "weights")
 
@@ -77,7 +77,7 @@ def effect_section(ckpt, pair: PairTokens, layer: int, head: int, use_padding: b
     switched (left) and flipped (right); then what each map shows."""
     on_off = {True: t("masks.effect.on"), False: t("masks.effect.off")}
     notes = []
-    for kind in KINDS:
+    for kind in SELF_ATTENTION_KINDS:
         switch_on = use_padding if kind == "encoder" else use_look_ahead
         runs = ((use_padding, use_look_ahead), flipped(kind, use_padding, use_look_ahead))
         maps = [head_map(computed(masked_attention, pair.src_ids, pair.tgt_ids, *run, model=ckpt),
@@ -141,7 +141,7 @@ def kind_and_query(pair: PairTokens) -> tuple[str, int]:
     """Which self-attention (``?mask_kind=``) and which of its query positions (``?mask_query=``)."""
     c1, c2 = st.columns([2, 5])
     with c1:
-        kind = st.radio(t("masks.row.kind"), KINDS, key=bind(KIND, key="masks.kind"),
+        kind = st.radio(t("masks.row.kind"), SELF_ATTENTION_KINDS, key=bind(KIND, key="masks.kind"),
                         format_func=lambda k: t(f"masks.row.kind_{k}"), horizontal=True)
     tokens = pair.tokens(kind)
     query_param = IntParam("mask_query", default=0, lo=0, hi=len(tokens) - 1)

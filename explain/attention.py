@@ -20,7 +20,7 @@ import torch
 from model.arrays import layer_stack, to_numpy
 from model.tokenizer import BOS_ID
 from model.training import greedy_batch
-from model.transformer import ForwardOptions
+from model.transformer import ATTENTION_KINDS, ForwardOptions
 
 
 @dataclass(frozen=True)

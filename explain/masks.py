@@ -2,7 +2,7 @@
 
 Masks are bool, **True = may attend** (see :mod:`model.masks`). A switch that is off means the
 model gets no mask at all, which the views show as a matrix of True. ``kind`` is one of
-:data:`KINDS`: the encoder's self-attention (the padding mask acts on it) or the decoder's (the
+:data:`SELF_ATTENTION_KINDS`: the encoder's self-attention (the padding mask acts on it) or the decoder's (the
 look-ahead mask, and the padding of the decoder input).
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from model.arrays import layer_stack
 from model.masks import decoder_mask, look_ahead_mask, padding_mask
 
 SEED_EXAMPLE_IDS = (1, 2, 3, 0, 0)  # seed 004's target batch [[1, 2, 3, 0, 0]], 0 = <pad>
-KINDS: tuple[str, ...] = ("encoder", "decoder")
+SELF_ATTENTION_KINDS: tuple[str, ...] = ("encoder", "decoder")
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ SENTENCE_ROWS: tuple[str, ...] = ("chars", "source", "source_ids", "decoder_in",
 
 @dataclass(frozen=True)
 class Row:
-    """One padded sequence: display tokens, ids and the kind of each cell (see :data:`KINDS`)."""
+    """One padded sequence: display tokens, ids and the kind of each cell (see :data:`CELL_KINDS`)."""
 
     tokens: list[str]
     ids: list[int]

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from explain.attention import KINDS
 from model.tasks import get_task
 from tests.app.apptest_helpers import chart, clean, open_script, query, random_model_fixtures, values
 from ui import models

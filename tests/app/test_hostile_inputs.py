@@ -120,7 +120,7 @@ SETTINGS = [
     Settings("tokens", "app_pages/tokens.py", (MODEL, SENT, ChoiceParam("tok_side", "source", choices=tv.SIDES))),
     Settings("masks", "app_pages/masks.py", (
         MODEL, SENT, BoolParam("mask_pad", True), BoolParam("mask_ahead", True),
-        ChoiceParam("mask_kind", "decoder", choices=em.KINDS), IntParam("mask_layer", 0, lo=0, hi=N_LAYERS - 1),
+        ChoiceParam("mask_kind", "decoder", choices=em.SELF_ATTENTION_KINDS), IntParam("mask_layer", 0, lo=0, hi=N_LAYERS - 1),
         IntParam("mask_head", 0, lo=0, hi=N_HEADS - 1),
         Live("mask_query", lambda at: IntParam("mask_query", 0, lo=0,
                                                hi=len(at.select_slider(key="masks.query").options) - 1)),
