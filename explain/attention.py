@@ -105,7 +105,7 @@ def attention_view(
 
 # ------------------------------------------------------------------ one kind of attention of a view
 
-KINDS: tuple[str, ...] = ("encoder", "decoder", "cross")
+KINDS = ATTENTION_KINDS  # encoder self-attention, decoder self-attention, cross-attention
 
 
 def attention_maps(view: AttentionView, kind: str) -> np.ndarray:

@@ -19,7 +19,6 @@ from ui.i18n import LANGS, catalogs, translate
 
 N_LAYERS, N_HEADS, D_MODEL = 2, 2, 32
 D_K = D_MODEL // N_HEADS
-KINDS = ("encoder", "decoder", "cross")
 SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
 checkpoint_dir, random_models = random_model_fixtures(
     ("copy", 1), ("dates", 2), folder="attention_checkpoints", d_model=D_MODEL, n_heads=N_HEADS, n_layers=N_LAYERS,

@@ -102,7 +102,7 @@ def test_one_pair_only_has_no_pair_slider(app):
 def test_base_extremes_redraw_everything(app, base):
     at = open_positional(app, pe_pair="3")  # pair 0 turns at 1 radian per position whatever the base
     before = {key: chart(at, key) for key in ("similarity_chart", "rope_matrix")}
-    table, (sin, cos) = table_z(at), waves(at)
+    table, (sin, _) = table_z(at), waves(at)
     clean(at.select_slider(key="positional.base").set_value(base).run())
     assert at.query_params["pe_base"] in (base, [base])
     for key, old in before.items():

@@ -6,11 +6,11 @@ Needs a shipped model (assets/checkpoints); screenshots go to test-artifacts/.
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qs, urlparse
 
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, type_into, widget
 from ui import models
 from ui.i18n import translate
 
@@ -18,38 +18,6 @@ pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not models.shipped_models(), reason="no shipped model in assets/checkpoints"),
 ]
-
-EXCEPTION = '[data-testid="stException"]'
-MAIN = '[data-testid="stMain"]'
-
-
-def query(p) -> dict[str, str]:
-    return {k: v[0] for k, v in parse_qs(urlparse(p.url).query).items()}
-
-
-def widget(p, key: str):
-    """The element of the widget with session key ``key`` (Streamlit writes dots as hyphens)."""
-    return p.locator(f".st-key-{key.replace('.', '-')}")
-
-
-def choose(p, wait_for_app, key: str, label: str, param: str, value: str) -> None:
-    """Click option ``label`` of the segmented control ``key`` and wait until ``?param=value``."""
-    widget(p, key).get_by_role("radio", name=label, exact=True).click()
-    p.wait_for_url(re.compile(rf"[?&]{param}={re.escape(value)}(&|$)"))
-    wait_for_app(p)
-    assert p.locator(EXCEPTION).count() == 0
-
-
-def charts(p, key: str):
-    return widget(p, key).locator(".js-plotly-plot")
-
-
-def type_into(p, wait_for_app, key: str, text: str) -> None:
-    box = widget(p, key).locator("input")
-    box.fill(text)
-    box.press("Enter")
-    wait_for_app(p)
-
 
 def test_attention_every_control(page, wait_for_app, screenshot):
     p = page("/attention?lang=en")

@@ -1,4 +1,4 @@
-"""explain.embeddings: the batch laid out as tables, and the steps from ids to the encoder's input."""
+"""explain.embeddings: the steps from token ids to the encoder's input, with the model's own weights."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,31 +6,11 @@ import pytest
 import torch
 
 from explain.embeddings import embedding_stages, rms
-from model.config import TransformerConfig
-from model.tasks import DEFAULT_ALPHABET
-from model.tokenizer import CharTokenizer
-from model.transformer import Transformer
-
-SENTENCES = ["hello world", "attention is all you need", "hi!"]
-
-
-class FakeCheckpoint:
-    def __init__(self) -> None:
-        torch.manual_seed(0)
-        self.tokenizer = CharTokenizer(DEFAULT_ALPHABET)
-        vocab = self.tokenizer.vocab_size
-        self.model = Transformer(TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=16,
-                                                   n_heads=2, n_layers=1, d_ff=32, max_len=64)).eval()
-        self.task = {"name": "copy"}
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> CharTokenizer:
-    return CharTokenizer(DEFAULT_ALPHABET)
+from tests.untrained import untrained_checkpoint
 
 
 def test_embedding_stages_are_what_the_model_feeds_its_encoder():
-    ckpt = FakeCheckpoint()
+    ckpt = untrained_checkpoint(n_layers=1)
     ids = tuple(ckpt.tokenizer.encode("hello") + [0, 0])
     stages = embedding_stages(ckpt, ids)
     assert stages.tokens[-1] == "<pad>" and stages.scale == pytest.approx(4.0)

@@ -1,31 +1,21 @@
 """explain.masks: the masks as the model builds them, and their effect on real attention."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
-import torch
 
 from explain import masks as em
 from explain.tokens import sentence_batch
-from model.config import TransformerConfig
 from model.tasks import DEFAULT_ALPHABET
 from model.tokenizer import CharTokenizer
-from model.transformer import Transformer
-
-
-class FakeCheckpoint:
-    def __init__(self) -> None:
-        torch.manual_seed(0)
-        self.tokenizer = CharTokenizer(DEFAULT_ALPHABET)
-        vocab = self.tokenizer.vocab_size
-        self.model = Transformer(TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=16,
-                                                   n_heads=2, n_layers=2, d_ff=32, max_len=64)).eval()
-        self.task = {"name": "copy"}
+from tests.untrained import untrained_checkpoint
 
 
 @pytest.fixture(scope="module")
-def ckpt() -> FakeCheckpoint:
-    return FakeCheckpoint()
+def ckpt() -> SimpleNamespace:
+    return untrained_checkpoint()
 
 
 def padded(ckpt, text: str, width: int, bos: bool = False) -> tuple[int, ...]:

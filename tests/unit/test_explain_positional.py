@@ -1,35 +1,20 @@
 """explain.positional: the seed's worked numbers, distance-only similarity, order blindness, RoPE."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
-import torch
 
 from explain import positional as pv
-from model.config import TransformerConfig
-from model.tasks import DEFAULT_ALPHABET
-from model.tokenizer import CharTokenizer
-from model.transformer import Transformer
+from tests.untrained import untrained_checkpoint
 
 SEED_002 = [0.9093, -0.4161, 0.1987, 0.9801, 0.0200, 0.9998, 0.0020, 0.999998]
 
 
-class FakeCheckpoint:
-    """What the views read from a checkpoint: ``.model`` (eval) and ``.tokenizer``."""
-
-    def __init__(self, seed: int = 0) -> None:
-        torch.manual_seed(seed)
-        self.tokenizer = CharTokenizer(DEFAULT_ALPHABET)
-        vocab = self.tokenizer.vocab_size
-        config = TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=16, n_heads=2, n_layers=2,
-                                   d_ff=32, max_len=64)
-        self.model = Transformer(config).eval()
-        self.task = {"name": "copy"}
-
-
 @pytest.fixture(scope="module")
-def ckpt() -> FakeCheckpoint:
-    return FakeCheckpoint()
+def ckpt() -> SimpleNamespace:
+    return untrained_checkpoint()
 
 
 def test_worked_example_matches_seed_002():

@@ -1,0 +1,39 @@
+"""Finding and working the app's widgets in a real browser, for the page tests of tests/e2e/."""
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+EXCEPTION = '[data-testid="stException"]'
+MAIN = '[data-testid="stMain"]'
+
+
+def query(p) -> dict[str, str]:
+    """The page's URL query as ``{name: first value}``."""
+    return {k: v[0] for k, v in parse_qs(urlparse(p.url).query).items()}
+
+
+def widget(p, key: str):
+    """The element of the widget with session key ``key`` (Streamlit writes dots as hyphens)."""
+    return p.locator(f".st-key-{key.replace('.', '-')}")
+
+
+def choose(p, wait_for_app, key: str, label: str, param: str, value: str) -> None:
+    """Click option ``label`` of the segmented control ``key`` and wait until ``?param=value``."""
+    widget(p, key).get_by_role("radio", name=label, exact=True).click()
+    p.wait_for_url(re.compile(rf"[?&]{param}={re.escape(value)}(&|$)"))
+    wait_for_app(p)
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def charts(p, key: str):
+    """The plotly charts drawn inside the element of ``key``."""
+    return widget(p, key).locator(".js-plotly-plot")
+
+
+def type_into(p, wait_for_app, key: str, text: str) -> None:
+    """Type ``text`` into the text box ``key``, press Enter and wait for the run."""
+    box = widget(p, key).locator("input")
+    box.fill(text)
+    box.press("Enter")
+    wait_for_app(p)
