@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from figures.heatmap import CELL_TEXT_MAX_SIDE, heatmap
+from figures.heatmap import CELL_TEXT_MAX_SIDE, cell_marks, heatmap
 from figures.labels import axis_labels
 from figures.style import DIVERGING, MASKED_COLOR, PALETTE, SEQUENTIAL, figure
 
@@ -177,10 +177,7 @@ def weights_entropy_figure(weights: np.ndarray, query_tokens: Sequence[str], key
         text=_cell_text(weights, blocked) if small else None, texttemplate="%{text}" if small else None,
     ), row=1, col=1)
     if blocked is not None and blocked.any():
-        ys, xs = np.nonzero(blocked)
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", hoverinfo="skip", showlegend=False,
-                                 marker=dict(symbol="x-thin", size=9, line=dict(width=1.5, color=MASKED_COLOR))),
-                      row=1, col=1)
+        fig.add_trace(cell_marks(blocked, "cross", MASKED_COLOR), row=1, col=1)
     fig.add_trace(go.Bar(x=np.round(entropy, 3), y=np.arange(tq), orientation="h", marker_color=PALETTE[3],
                          hovertemplate=entropy_hover + "<extra></extra>", showlegend=False),
                   row=1, col=2)

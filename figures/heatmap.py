@@ -61,12 +61,29 @@ def heatmap(
         height=height or max(220, min(640, 24 * rows + 120)),
     )
     if masked is not None and np.asarray(masked).any():
-        ys_masked, xs_masked = np.nonzero(np.asarray(masked))
-        fig.add_trace(go.Scatter(x=xs_masked, y=ys_masked, mode="markers", hoverinfo="skip", showlegend=False,
-                                 marker=dict(symbol="x-thin", size=9, line=dict(width=1.5, color=MASKED_COLOR))))
+        fig.add_trace(cell_marks(np.asarray(masked, bool), "cross", MASKED_COLOR))
     fig.update_xaxes(title=x_title, side="bottom", **_ticks(x_tokens, cols))
     fig.update_yaxes(title=y_title, autorange="reversed", **_ticks(y_tokens, rows))
     return fig
+
+
+def cell_marks(cells: np.ndarray, shape: str, color: str) -> go.Scatter:
+    """A ✕ (``shape="cross"``) or a frame (``"frame"``) in every True cell of ``cells`` (rows, cols),
+    drawn as ONE line: the browser draws a single path, however many cells are marked (one marker
+    per cell would be one SVG element each). ``meta`` lists the marked cells as ``[row, col]``."""
+    rows, cols = np.nonzero(cells)
+    if shape == "cross":  # two strokes per cell, a gap (None) after each
+        dx = np.array([-0.3, 0.3, np.nan, -0.3, 0.3, np.nan])
+        dy = np.array([-0.3, 0.3, np.nan, 0.3, -0.3, np.nan])
+    elif shape == "frame":  # a closed square just inside the cell's edges
+        dx = np.array([-0.42, 0.42, 0.42, -0.42, -0.42, np.nan])
+        dy = np.array([-0.42, -0.42, 0.42, 0.42, -0.42, np.nan])
+    else:
+        raise ValueError(f"shape must be 'cross' or 'frame', not {shape!r}")
+    xs = (cols[:, None] + dx).ravel()
+    ys = (rows[:, None] + dy).ravel()
+    return go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=color, width=1.5), hoverinfo="skip",
+                      showlegend=False, connectgaps=False, meta=np.stack([rows, cols], axis=1).tolist())
 
 
 def _ticks(tokens: Sequence[str] | None, n: int) -> dict:

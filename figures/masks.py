@@ -2,8 +2,8 @@
 query row from scores to weights as three bar charts. (The mask matrices themselves are
 :func:`figures.heatmap.bool_matrix`.)
 
-Tokens are plotted at integer positions (:func:`figures.labels.axis_labels`); every marker set is
-one scatter trace, however many cells it marks.
+Tokens are plotted at integer positions (:func:`figures.labels.axis_labels`); the marks on a map's
+cells are one line each (:func:`figures.heatmap.cell_marks`), however many cells they mark.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from figures.heatmap import heatmap
+from figures.heatmap import cell_marks, heatmap
 from figures.labels import axis_labels, token_label
 from figures.style import MASKED_COLOR, PALETTE, figure
 
@@ -34,11 +34,7 @@ def attention_map(weights: np.ndarray, mask: np.ndarray, leaks: np.ndarray, toke
     fig = heatmap(weights, x_tokens=tokens, y_tokens=tokens, title=title, x_title=x_title, y_title=y_title,
                   masked=~np.asarray(mask, bool), height=map_height(len(tokens)))
     if leaks.any():
-        rows, cols = np.nonzero(leaks)
-        size = max(6, min(16, 300 // len(tokens)))
-        fig.add_trace(go.Scatter(x=cols, y=rows, mode="markers", hoverinfo="skip", showlegend=False,
-                                 marker=dict(symbol="square-open", size=size, color=LEAK_COLOR,
-                                             line=dict(width=1.5, color=LEAK_COLOR))))
+        fig.add_trace(cell_marks(np.asarray(leaks, bool), "frame", LEAK_COLOR))
     return fig
 
 

@@ -150,7 +150,7 @@ def test_marked_cells_are_one_trace_each_and_no_picture_has_shapes(app):
         assert len(figure["data"]) <= 3, key
     leaked = chart(at, "attention_encoder_0")["data"]
     assert [trace["type"] for trace in leaked] == ["heatmap", "scatter"]
-    assert leaked[1]["marker"]["symbol"] == "square-open" and len(values(leaked[1]["x"])) == 25 * 22
+    assert leaked[1]["mode"] == "lines" and len(leaked[1]["meta"]) == 25 * 22  # one line frames every leak
 
 
 def test_look_ahead_mask_on_hides_the_future_and_off_sees_it(app):

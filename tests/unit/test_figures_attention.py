@@ -92,8 +92,8 @@ def test_zoom_shows_weights_with_tokens_and_masked_cells():
     assert np.allclose(np.asarray(heat.z), weights, atol=1e-6)
     assert (heat.zmin, heat.zmax) == (0.0, 1.0)
     assert fig.layout.title.text == "Decoder, layer 1, head 2"
-    markers = [trace for trace in fig.data if trace.type == "scatter"][0]
-    assert sorted(zip(markers.y, markers.x)) == [(0, 1), (0, 2), (1, 2)]
+    marks = [trace for trace in fig.data if trace.type == "scatter"][0]
+    assert sorted(tuple(cell) for cell in marks.meta) == [(0, 1), (0, 2), (1, 2)]  # (query, key)
     assert "&lt;s&gt;" in json.dumps(fig.to_plotly_json()["layout"]["yaxis"]["ticktext"])
     assert heat.texttemplate == "%{z:.2f}" and heat.text is None, "a small map writes its values, two decimals"
     big = fa.zoom_figure(np.full((20, 20), 0.05), list("abcdefghijklmnopqrst"), list("abcdefghijklmnopqrst"),
@@ -141,8 +141,8 @@ def test_weights_figure_marks_masked_cells():
                                     blocked=blocked_cells("decoder", 3, 3), titles=("w", "h"), x_title="",
                                     y_title="", entropy_title="bits", hover="%{z}", entropy_hover="%{x}")
     assert fig.data[0].text[0][2] == "" and fig.data[0].text[2][2] == "0.33"
-    markers = [trace for trace in fig.data if trace.type == "scatter"][0]
-    assert len(markers.x) == 3
+    marks = [trace for trace in fig.data if trace.type == "scatter"][0]
+    assert len(marks.meta) == 3
 
 
 # ------------------------------------------------------------------ statistics and switching heads off

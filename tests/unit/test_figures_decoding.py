@@ -33,7 +33,7 @@ def test_triangle_fills_only_the_prefix():
     assert list(fig.layout.xaxis.ticktext) == ["&lt;bos&gt;", "a", "b", "", "", ""]
     assert len(fig.layout.shapes) == 1 and fig.layout.shapes[0].y0 == pytest.approx(1.5)
     masked = fig.data[1]  # the look-ahead mask's ✕ over the prefix's upper triangle
-    assert sorted(zip(masked.y, masked.x)) == [(0, 1), (0, 2), (1, 2)]
+    assert sorted(tuple(cell) for cell in masked.meta) == [(0, 1), (0, 2), (1, 2)]
 
 
 def test_cross_attention_has_one_row_per_head_on_the_same_scale():

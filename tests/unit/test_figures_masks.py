@@ -23,11 +23,12 @@ def test_attention_map_marks_hidden_and_leaking_cells():
                           y_title="y")
     off = fm.attention_map(uniform(everything), everything, hideable & everything, TOKENS, title="t", x_title="x",
                            y_title="y")
-    assert len(on.data) == 2 and on.data[1].marker.symbol == "x-thin"  # ✕ on the hidden cells
-    assert list(on.data[1].x) == [2, 3, 2, 3, 2, 3, 2, 3]
-    assert len(off.data) == 2 and off.data[1].marker.symbol == "square-open"  # frames on leaks
-    assert off.data[1].marker.color == fm.LEAK_COLOR
-    assert list(off.data[1].y) == [0, 0, 1, 1, 2, 2, 3, 3] and list(off.data[1].x) == [2, 3] * 4
+    assert len(on.data) == 2 and on.data[1].mode == "lines"  # ✕ on the hidden cells, one line for all
+    assert on.data[1].line.color == MASKED_COLOR
+    assert [col for _, col in on.data[1].meta] == [2, 3, 2, 3, 2, 3, 2, 3]
+    assert len(off.data) == 2 and off.data[1].mode == "lines"  # frames on leaks, one line for all
+    assert off.data[1].line.color == fm.LEAK_COLOR
+    assert [tuple(cell) for cell in off.data[1].meta] == [(r, c) for r in range(4) for c in (2, 3)]
     assert list(on.data[0].x) == [0, 1, 2, 3]
     assert list(off.layout.xaxis.ticktext) == ["h", "i", "&lt;pad&gt;", "&lt;pad&gt;"]
     assert on.layout.title.text == "t" and on.layout.height == fm.map_height(4)
