@@ -244,11 +244,6 @@ def sequence_probability(view: AttentionView, ids: Sequence[int]) -> tuple[float
     return float(np.prod(per_token)) if per_token.size else 0.0, per_token
 
 
-def answer_probability(view: AttentionView, tokenizer) -> float:
-    """Probability the model gives, under teacher forcing, to its answer (+ <eos>) in ``view``."""
-    return sequence_probability(view, answer_ids(tokenizer, view.answer))[0]
-
-
 def format_probability(p: float, *, sign: bool = False) -> str:
     """``0.276`` for ordinary probabilities, ``3.10e-07`` for the tiny ones of long or unlikely answers."""
     if p != 0 and abs(p) < 0.001:
