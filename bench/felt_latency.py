@@ -33,7 +33,9 @@ Adding a row: append ``Row(id, path, to_b, to_a, setup)`` to ``ROWS``, with step
 ``pick``/``flip``/``arrows`` shorthands); ``setup`` steps run unmeasured after the page loads.
 
 Run from the repo root: ``python bench/felt_latency.py [--app PATH] [--repeat N] [--flips N]
-[--only SUBSTRING] [--screenshot-dir DIR]``. The last stdout line is a JSON summary.
+[--only SUBSTRING] [--screenshot-dir DIR] [--floor]``. The last stdout line is a JSON summary.
+``--floor`` measures no app rows: the reference against the same click redrawing 4 charts (in
+columns, and as one figure of 4 subplots) and against a page switch between two one-chart pages.
 """
 from __future__ import annotations
 
@@ -174,7 +176,7 @@ ROWS: list[Row] = [
     pick("Strategy", "Greedy", "Beam search", DEC, "decoding:strategy"),
     pick("Layer", "1", "2", DEC, "decoding:layer"),
     pick("Head", "1", "2", DEC, "decoding:head"),
-    arrows(re.compile(r"^Step \d+ of"), DEC, "decoding:step"),
+    arrows(re.compile(r"^Step( \d+ of.*)?$"), DEC, "decoding:step"),  # the label was the status before #19; now "Step", hidden
     Row("decoding:next-previous", DEC, button("Next"), button("Previous")),
     arrows("Beam size", DEC, "decoding:beam-size", COMPARE),
     arrows("Temperature", DEC, "decoding:temperature", COMPARE),
@@ -206,6 +208,48 @@ st.fragment(view)() if FRAGMENT else view()
 '''
 REFERENCE_ROW = pick("Pattern", "A", "B", "/", "reference")
 REFERENCES = {"reference": False, "reference_fragment": True}  # name: inside st.fragment
+
+# The framework's floor for the app's heavier views, measured by ``--floor`` (no app rows): the same
+# 20×20 heatmap click with 4 charts redrawn (as 4 charts in columns, and as 1 figure of 4 subplots), and
+# a page switch between two pages of one heatmap each. What a Streamlit + plotly page costs on this
+# machine before any of the app's own work.
+FLOOR_SCRIPT = '''import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+def pattern(choice, shift=0):
+    grid = np.arange(20)
+    return (np.add.outer(grid, grid) if choice == "A" else np.subtract.outer(grid, grid)) + shift
+
+def view():
+    choice = st.segmented_control("Pattern", ["A", "B"], default="A", key="pattern")
+    if LAYOUT == "columns":
+        for n, column in enumerate(st.columns(2) + st.columns(2)):
+            column.plotly_chart(go.Figure(go.Heatmap(z=pattern(choice, n))), key=f"chart{n}")
+    else:
+        fig = make_subplots(rows=2, cols=2)
+        for n in range(4):
+            fig.add_trace(go.Heatmap(z=pattern(choice, n), showscale=False), row=n // 2 + 1, col=n % 2 + 1)
+        st.plotly_chart(fig.update_layout(height=700), key="chart")
+
+def page(title):
+    def body():
+        st.title(title)
+        st.plotly_chart(go.Figure(go.Heatmap(z=pattern("A" if title == "One" else "B"))), key="chart")
+    return st.Page(body, title=title, url_path=title.lower(), default=title == "One")
+
+if LAYOUT == "pages":
+    st.navigation([page("One"), page("Two")]).run()
+else:
+    view()
+'''
+FLOORS = {  # name: (layout, row)
+    "floor_4_charts": ("columns", REFERENCE_ROW),
+    "floor_4_subplots": ("subplots", REFERENCE_ROW),
+    "floor_page_switch": ("pages", Row("floor_page_switch", "/", nav("Two"), nav("One"))),
+}
+
 
 # --- in the page -------------------------------------------------------------------------------
 
@@ -491,6 +535,36 @@ def run(app: Path, rows: list[Row], repeat: int, flips: int, shots: Path | None)
     return results
 
 
+def run_floor(repeat: int, flips: int) -> dict[str, Result]:
+    """The reference and the :data:`FLOORS` apps, interleaved, each on a fresh server per repeat."""
+    names = ("reference", *FLOORS)
+    results = {name: Result(name) for name in names} | {"reference_fragment": Result("reference_fragment")}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
+        scripts = {"reference": Path(tmp, "reference", "app.py")}
+        scripts["reference"].parent.mkdir()
+        scripts["reference"].write_text("FRAGMENT = False\n" + REFERENCE_SCRIPT)
+        for name, (layout, _) in FLOORS.items():
+            scripts[name] = Path(tmp, name, "app.py")
+            scripts[name].parent.mkdir()
+            scripts[name].write_text(f"LAYOUT = {layout!r}\n" + FLOOR_SCRIPT)
+        rows = {"reference": REFERENCE_ROW} | {name: row for name, (_, row) in FLOORS.items()}
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        log = Path(tmp, "servers.log")
+        for _ in range(repeat):
+            with contextlib.ExitStack() as stack:
+                urls = {name: stack.enter_context(serve(scripts[name], log))[0] for name in names}
+                context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+                context.add_init_script(PROBE_JS)
+                tab = Tab(context)
+                for name in names:
+                    measure(tab, urls[name], rows[name], results[name], flips, True, None)
+                    print(f"  {name:<20} cold {results[name].cold_ms[-1:]} warm {results[name].warm_ms[-flips:]}",
+                          file=sys.stderr, flush=True)
+                context.close()
+        browser.close()
+    return results
+
+
 # --- report ------------------------------------------------------------------------------------
 
 
@@ -551,7 +625,15 @@ def main() -> None:
     parser.add_argument("--flips", type=int, default=6, help="warm flips per row and repeat")
     parser.add_argument("--only", default="", help="rows whose id contains this")
     parser.add_argument("--screenshot-dir", type=Path, help="a PNG after each row's cold flip")
+    parser.add_argument("--floor", action="store_true",
+                        help="no app rows: the reference against 4 charts, 4 subplots and a page switch")
     args = parser.parse_args()
+    if args.floor:
+        load_start = os.getloadavg()
+        results = run_floor(args.repeat, args.flips)
+        summary = report(results, tuple(round(x, 2) for x in load_start), tuple(round(x, 2) for x in os.getloadavg()))
+        print(json.dumps(summary, ensure_ascii=False))
+        return
     rows = [row for row in ROWS if args.only in row.id]
     if args.screenshot_dir:
         args.screenshot_dir.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from plotly.subplots import make_subplots
 
 from figures.heatmap import CELL_TEXT_MAX_SIDE, cell_marks, heatmap
 from figures.labels import axis_labels
-from figures.style import DIVERGING, MASKED_COLOR, PALETTE, SEQUENTIAL, figure
+from figures.style import DIVERGING, MASKED_EDGE, MASKED_FILL, PALETTE, SEQUENTIAL, figure
 
 GRID_TICK_LIMIT = 16  # the overview grid writes token labels only for sentences up to this many tokens
 GRID_GAP_X, GRID_GAP_Y = 0.13, 0.3  # between two maps of the grid, in map widths and heights (room for a title)
@@ -104,7 +104,7 @@ def picked_head(point: dict[str, Any]) -> tuple[int, int] | None:
 def zoom_figure(weights: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
                 blocked: np.ndarray | None, title: str, x_title: str, y_title: str, hover: str) -> go.Figure:
     """One head's (T_q, T_k) weights, large, tokens on both axes, values in the cells of a small
-    map; ``blocked`` cells get an ✕."""
+    map; ``blocked`` cells are greyed out."""
     fig = heatmap(weights, x_tokens=key_tokens, y_tokens=query_tokens, title=title, x_title=x_title,
                   y_title=y_title, zmin=0.0, zmax=1.0, masked=blocked, hover=hover, height=_height(len(query_tokens)))
     if max(np.shape(weights)) <= ZOOM_TEXT_MAX_SIDE:
@@ -134,7 +134,7 @@ def vectors_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, query_tokens: Se
 
 
 def _cell_text(values: np.ndarray, blocked: np.ndarray | None) -> list[list[str]]:
-    """(T_q, T_k) values written with two decimals, blank where the mask hides the cell (an ✕ goes there)."""
+    """(T_q, T_k) values written with two decimals, blank where the mask hides the cell (it is greyed out)."""
     return [["" if blocked is not None and blocked[i, j] else f"{float(x):.2f}" for j, x in enumerate(row)]
             for i, row in enumerate(np.asarray(values))]
 
@@ -143,7 +143,7 @@ def scores_figure(scores: np.ndarray, query_tokens: Sequence[str], key_tokens: S
                   blocked: np.ndarray | None, title: str, x_title: str, y_title: str, hover: str) -> go.Figure:
     """Scores before the softmax (T_q, T_k), on a diverging scale centred on 0.
 
-    Cells the mask hides are left empty with an ✕: the softmax never sees their score.
+    Cells the mask hides are greyed out: the softmax never sees their score.
     """
     shown = np.asarray(scores, dtype=float) if blocked is None else np.where(blocked, np.nan, scores)
     visible = shown[~np.isnan(shown)]
@@ -177,7 +177,7 @@ def weights_entropy_figure(weights: np.ndarray, query_tokens: Sequence[str], key
         text=_cell_text(weights, blocked) if small else None, texttemplate="%{text}" if small else None,
     ), row=1, col=1)
     if blocked is not None and blocked.any():
-        fig.add_trace(cell_marks(blocked, "cross", MASKED_COLOR), row=1, col=1)
+        fig.add_traces(cell_marks(blocked, MASKED_EDGE, fill=MASKED_FILL), rows=1, cols=1)
     fig.add_trace(go.Bar(x=np.round(entropy, 3), y=np.arange(tq), orientation="h", marker_color=PALETTE[3],
                          hovertemplate=entropy_hover + "<extra></extra>", showlegend=False),
                   row=1, col=2)

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from figures.labels import axis_labels, token_label
-from figures.style import FALSE_COLOR, MASKED_COLOR, SEQUENTIAL, TRUE_COLOR, figure
+from figures.style import FALSE_COLOR, MASKED_EDGE, MASKED_FILL, SEQUENTIAL, TRUE_COLOR, figure
 
 HOVER_TOKENS_MAX_CELLS = 4096  # above this, the hover names positions (the axes name the tokens)
 CELL_TEXT_MAX_SIDE = 12  # values or True/False written in the cells up to this many rows and columns
@@ -38,7 +38,7 @@ def heatmap(
     """A ``(rows, cols)`` heatmap of ``z``.
 
     ``hover`` may use ``%{x}``/``%{y}``: the tokens of that axis when given (else the position) and
-    ``%{z}``. ``masked`` (same shape, bool) puts a ✕ on cells a mask hides; ``text_values`` writes
+    ``%{z}``. ``masked`` (same shape, bool) greys out the cells a mask hides, with a darker grey outline; ``text_values`` writes
     each value in its cell (small matrices only: at most :data:`CELL_TEXT_MAX_SIDE` a side).
     """
     z = np.asarray(z, dtype=np.float32)
@@ -61,29 +61,55 @@ def heatmap(
         height=height or max(220, min(640, 24 * rows + 120)),
     )
     if masked is not None and np.asarray(masked).any():
-        fig.add_trace(cell_marks(np.asarray(masked, bool), "cross", MASKED_COLOR))
+        fig.add_traces(cell_marks(np.asarray(masked, bool), MASKED_EDGE, fill=MASKED_FILL))
     fig.update_xaxes(title=x_title, side="bottom", **_ticks(x_tokens, cols))
     fig.update_yaxes(title=y_title, autorange="reversed", **_ticks(y_tokens, rows))
     return fig
 
 
-def cell_marks(cells: np.ndarray, shape: str, color: str) -> go.Scatter:
-    """A ✕ (``shape="cross"``) or a frame (``"frame"``) in every True cell of ``cells`` (rows, cols),
-    drawn as ONE line: the browser draws a single path, however many cells are marked (one marker
-    per cell would be one SVG element each). ``meta`` lists the marked cells as ``[row, col]``."""
+def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each run of True in a 1-D bool array."""
+    steps = np.diff(np.concatenate([[0], np.asarray(flags, np.int8), [0]]))
+    return list(zip(np.flatnonzero(steps == 1).tolist(), np.flatnonzero(steps == -1).tolist()))
+
+
+def region_outline(cells: np.ndarray) -> tuple[list, list]:
+    """``(xs, ys)`` of the outline of the True cells of ``cells`` (rows, cols): every edge between a
+    True cell and a False one (or the border), straight runs joined, a gap (None) after each run.
+    Its length grows with the region's perimeter, not its area."""
+    cells = np.asarray(cells, bool)
+    rows, cols = cells.shape
+    padded = np.pad(cells, 1)
+    xs: list = []
+    ys: list = []
+    above = padded[1:, 1:-1] != padded[:-1, 1:-1]  # (rows + 1, cols): an edge along the top of row r
+    for r in range(rows + 1):
+        for a, b in _runs(above[r]):
+            xs += [a - 0.5, b - 0.5, None]
+            ys += [r - 0.5, r - 0.5, None]
+    left = padded[1:-1, 1:] != padded[1:-1, :-1]  # (rows, cols + 1): an edge along the left of column c
+    for c in range(cols + 1):
+        for a, b in _runs(left[:, c]):
+            xs += [c - 0.5, c - 0.5, None]
+            ys += [a - 0.5, b - 0.5, None]
+    return xs, ys
+
+
+def cell_marks(cells: np.ndarray, color: str, fill: str | None = None) -> list:
+    """Traces that mark the True cells of ``cells`` (rows, cols): an outline of their region in
+    ``color`` and, with ``fill``, the cells painted in that colour (then the values under them are
+    hidden; without it they stay visible inside the outline). Drawn as one line and one flat
+    heatmap however many cells are marked. The line's ``meta`` lists the cells as ``[row, col]``."""
+    cells = np.asarray(cells, bool)
     rows, cols = np.nonzero(cells)
-    if shape == "cross":  # two strokes per cell, a gap (None) after each
-        dx = np.array([-0.3, 0.3, np.nan, -0.3, 0.3, np.nan])
-        dy = np.array([-0.3, 0.3, np.nan, 0.3, -0.3, np.nan])
-    elif shape == "frame":  # a closed square just inside the cell's edges
-        dx = np.array([-0.42, 0.42, 0.42, -0.42, -0.42, np.nan])
-        dy = np.array([-0.42, -0.42, 0.42, 0.42, -0.42, np.nan])
-    else:
-        raise ValueError(f"shape must be 'cross' or 'frame', not {shape!r}")
-    xs = (cols[:, None] + dx).ravel()
-    ys = (rows[:, None] + dy).ravel()
-    return go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=color, width=1.5), hoverinfo="skip",
-                      showlegend=False, connectgaps=False, meta=np.stack([rows, cols], axis=1).tolist())
+    xs, ys = region_outline(cells)
+    traces: list = [go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=color, width=2), hoverinfo="skip",
+                               showlegend=False, connectgaps=False, meta=np.stack([rows, cols], axis=1).tolist())]
+    if fill is not None:
+        z = np.where(cells, np.float32(1), np.float32(np.nan))
+        traces.append(go.Heatmap(z=z, x=np.arange(cells.shape[1]), y=np.arange(cells.shape[0]), zmin=0, zmax=1,
+                                 colorscale=[[0, fill], [1, fill]], showscale=False, hoverinfo="skip"))
+    return traces
 
 
 def _ticks(tokens: Sequence[str] | None, n: int) -> dict:

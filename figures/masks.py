@@ -3,7 +3,7 @@ query row from scores to weights as three bar charts. (The mask matrices themsel
 :func:`figures.heatmap.bool_matrix`.)
 
 Tokens are plotted at integer positions (:func:`figures.labels.axis_labels`); the marks on a map's
-cells are one line each (:func:`figures.heatmap.cell_marks`), however many cells they mark.
+cells are an outline of their region (:func:`figures.heatmap.cell_marks`), however many cells they mark.
 """
 from __future__ import annotations
 
@@ -28,13 +28,13 @@ def map_height(n_tokens: int) -> int:
 
 def attention_map(weights: np.ndarray, mask: np.ndarray, leaks: np.ndarray, tokens: Sequence[str], *,
                   title: str, x_title: str, y_title: str) -> go.Figure:
-    """One self-attention map (weights (T, T), rows = queries): ✕ on the cells the used ``mask``
-    hid (they are exactly 0), an orange frame on each of the ``leaks`` (cells the full mask would
-    hide but this pass let through). mask, leaks: (T, T) bool."""
+    """One self-attention map (weights (T, T), rows = queries): the cells the used ``mask`` hid
+    greyed out (they are exactly 0), an orange outline around the ``leaks`` (cells the full mask
+    would hide but this pass let through; their colour stays visible). mask, leaks: (T, T) bool."""
     fig = heatmap(weights, x_tokens=tokens, y_tokens=tokens, title=title, x_title=x_title, y_title=y_title,
                   masked=~np.asarray(mask, bool), height=map_height(len(tokens)))
     if leaks.any():
-        fig.add_trace(cell_marks(np.asarray(leaks, bool), "frame", LEAK_COLOR))
+        fig.add_traces(cell_marks(np.asarray(leaks, bool), LEAK_COLOR))
     return fig
 
 

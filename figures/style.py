@@ -12,7 +12,9 @@ DIVERGING = "RdBu_r"  # red = positive, blue = negative
 SEQUENTIAL = "Blues"  # 0 (white) to 1 (dark blue): attention weights, probabilities
 # Streamlit's category palette, so every line chart names its series in the same colours.
 PALETTE = ("#0068c9", "#ff2b2b", "#29b09d", "#ff8700", "#6d3fc0", "#83c9ff", "#ffabab", "#7defa1")
-MASKED_COLOR = "#d62728"  # a cell a mask hides
+MASKED_COLOR = "#d62728"  # a ✕ for a score the mask replaces by −∞ (bar charts)
+MASKED_FILL = "#c4c7cf"  # the cells a mask hides (their weight is exactly 0)
+MASKED_EDGE = "#7d828e"  # the outline around them: grey, so red stays free for what a page points at
 TRUE_COLOR = "#2e7dd7"  # True = may attend
 FALSE_COLOR = "#e3e5ea"
 

@@ -35,7 +35,7 @@ def outputs(at: AppTest) -> list[str]:
 def step_parts(at: AppTest) -> tuple[np.ndarray, dict, np.ndarray]:
     """(triangle z, first bar trace, cross-attention z) of the step figure (one chart, three cells)."""
     data = chart(at, "decoding.step_figure")["data"]
-    heatmaps = [values(t["z"]) for t in data if t["type"] == "heatmap"]
+    heatmaps = [values(t["z"]) for t in data if t["type"] == "heatmap" and t.get("hoverinfo") != "skip"]  # not the grey layer
     assert len(heatmaps) == 2, "the triangle and the cross-attention"
     return heatmaps[0], next(t for t in data if t["type"] == "bar"), heatmaps[1]
 

@@ -141,16 +141,17 @@ def test_padding_mask_on_zeroes_pad_columns_and_off_leaks(app):
 
 
 def test_marked_cells_are_one_trace_each_and_no_picture_has_shapes(app):
-    """What the browser paints: every ✕ or orange frame is a point of one scatter trace (never a shape
-    per cell), and no picture carries shapes or annotations."""
+    """What the browser paints: the hidden cells are one outline and one flat grey layer, the leaks one
+    outline (never a shape or a marker per cell), and no picture carries shapes or annotations."""
     at = open_masks(app, sent="2", mask_pad="false")  # "hi!": 3 real tokens, 22 <pad>
     for key in CHARTS:
         figure = chart(at, key)
         assert not figure["layout"].get("shapes") and not figure["layout"].get("annotations"), key
-        assert len(figure["data"]) <= 3, key
+        assert len(figure["data"]) <= 4, key  # values, hidden outline + grey layer, leak outline
     leaked = chart(at, "attention_encoder_0")["data"]
     assert [trace["type"] for trace in leaked] == ["heatmap", "scatter"]
-    assert leaked[1]["mode"] == "lines" and len(leaked[1]["meta"]) == 25 * 22  # one line frames every leak
+    assert leaked[1]["mode"] == "lines" and len(leaked[1]["meta"]) == 25 * 22  # one outline for every leak
+    assert len(leaked[1]["x"]) == 4 * 3  # ... drawn as the block's four sides, not a frame per cell
 
 
 def test_look_ahead_mask_on_hides_the_future_and_off_sees_it(app):

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from figures import masks as fm
-from figures.style import MASKED_COLOR
+from figures.heatmap import region_outline
+from figures.style import MASKED_COLOR, MASKED_EDGE
 
 TOKENS = ("h", "i", "<pad>", "<pad>")
 REAL = np.array([True, True, False, False])
@@ -23,10 +24,13 @@ def test_attention_map_marks_hidden_and_leaking_cells():
                           y_title="y")
     off = fm.attention_map(uniform(everything), everything, hideable & everything, TOKENS, title="t", x_title="x",
                            y_title="y")
-    assert len(on.data) == 2 and on.data[1].mode == "lines"  # ✕ on the hidden cells, one line for all
-    assert on.data[1].line.color == MASKED_COLOR
+    # The hidden cells: one outline around their region and one flat grey layer over them.
+    assert len(on.data) == 3 and on.data[1].mode == "lines" and on.data[2].type == "heatmap"
+    assert on.data[1].line.color == MASKED_EDGE
     assert [col for _, col in on.data[1].meta] == [2, 3, 2, 3, 2, 3, 2, 3]
-    assert len(off.data) == 2 and off.data[1].mode == "lines"  # frames on leaks, one line for all
+    assert np.array_equal(np.isnan(np.asarray(on.data[2].z, float)), padding)  # grey exactly where hidden
+    # The leaks: an outline only, so the weights inside it keep their colour.
+    assert len(off.data) == 2 and off.data[1].mode == "lines"
     assert off.data[1].line.color == fm.LEAK_COLOR
     assert [tuple(cell) for cell in off.data[1].meta] == [(r, c) for r in range(4) for c in (2, 3)]
     assert list(on.data[0].x) == [0, 1, 2, 3]
@@ -76,3 +80,27 @@ def test_row_bars_without_a_mask_have_no_markers():
     figures = fm.row_bars(np.zeros(3), np.full(3, 1 / 3), np.ones(3, bool), ("a", "b", "c"), titles=("1", "2", "3"),
                           x_title="key", minus_inf="−∞")
     assert [len(f.data) for f in figures] == [1, 1, 1]
+
+
+def _segments(xs, ys) -> set[tuple[float, float, float, float]]:
+    """The outline's straight runs as (x0, y0, x1, y1), from the None-separated point lists."""
+    points = [(x, y) for x, y in zip(xs, ys)]
+    return {(*points[i], *points[i + 1]) for i in range(0, len(points), 3)}
+
+
+def test_outline_of_a_block_is_its_four_sides_whatever_its_area():
+    cells = np.zeros((26, 26), bool)
+    cells[:, 12:] = True  # the padding columns of a 12-token sentence in a batch of 26
+    xs, ys = region_outline(cells)
+    assert _segments(xs, ys) == {(11.5, -0.5, 25.5, -0.5), (11.5, 25.5, 25.5, 25.5),
+                                 (11.5, -0.5, 11.5, 25.5), (25.5, -0.5, 25.5, 25.5)}
+
+
+def test_outline_of_the_look_ahead_triangle_is_a_staircase():
+    cells = np.triu(np.ones((4, 4), bool), k=1)
+    segments = _segments(*region_outline(cells))
+    # Two sides along the border (top, right) and a step down and across for each row.
+    assert (0.5, -0.5, 3.5, -0.5) in segments and (3.5, -0.5, 3.5, 2.5) in segments
+    assert len(segments) == 2 + 2 * 3
+    inside = {(x, y) for x0, y0, x1, y1 in segments for x, y in ((x0, y0), (x1, y1))}
+    assert all(x - y >= 0 for x, y in inside)  # on or above the diagonal: it never cuts into an allowed cell
