@@ -303,12 +303,18 @@ def bind(param: Param[T], *, key: str | None = None) -> str:
 
 def clamp_state(key: str, hi: int) -> None:
     """Keep a bound index inside a range that just shrank (fewer sentences, layers, steps or pairs):
-    call before the widget, so :func:`bind` keeps the nearest valid value instead of the default."""
+    call before the widget, so :func:`bind` keeps the nearest valid value instead of the default.
+
+    A value that is not an index is dropped, so that :func:`bind` falls back on the last good one.
+    (After a language switch a select box can hand back the label it showed, e.g. "3：hi!", which its
+    translated options no longer contain.)"""
     import streamlit as st
 
     value = st.session_state.get(key, 0)
-    if not isinstance(value, int) or value > hi:  # a stale or foreign value is put back in range
-        st.session_state[key] = min(value, hi) if isinstance(value, int) else 0
+    if not isinstance(value, int) or isinstance(value, bool):
+        del st.session_state[key]
+    elif value > hi:
+        st.session_state[key] = hi
 
 
 def current_query(*names: str) -> dict[str, str]:

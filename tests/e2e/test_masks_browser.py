@@ -114,3 +114,18 @@ def test_masks_page_fits_a_phone(page, wait_for_app, screenshot):
         box = charts.nth(n).bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 1, box
     screenshot(p, "masks_phone_en")
+
+
+def test_switching_the_language_twice_keeps_the_chosen_sentence_and_layer(page, wait_for_app):
+    """English → 中文 → English → 中文 on Masks: no exception, and the sentence and layer picked stay
+    picked. (A select box hands back the label it showed in the other language; that must not reset
+    the choice, nor raise as it once did in ``clamp_state``.)"""
+    p = page("/masks?lang=en&sent=2&mask_view=effect&mask_layer=1")
+    assert_page(p, "en")
+    for lang in ("zh", "en", "zh", "en"):
+        p.get_by_test_id("stSidebar").get_by_text(translate(f"common.language_name.{lang}", lang), exact=True).click()
+        wait_for_url(p, wait_for_app, f"lang={lang}")
+        assert_page(p, lang)
+        assert "sent=2" in p.url and "mask_layer=1" in p.url, (lang, p.url)
+        expect(p.get_by_role("combobox", name=translate("tokens.sentence.pick", lang), exact=True)
+               ).to_have_value(re.compile(r"^3\W+hi!$"))
