@@ -5,6 +5,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
+# Two of .streamlit/config.toml's settings, repeated so that a mounted or edited config cannot drop
+# them: visitors see no tracebacks (one translated sentence; the traceback goes to the container's
+# log), and a connection that dies silently is noticed, and its run stopped, within 5-10 s. To see
+# whole tracebacks while debugging: docker run -e STREAMLIT_CLIENT_SHOW_ERROR_DETAILS=full ...
+ENV STREAMLIT_CLIENT_SHOW_ERROR_DETAILS=none \
+    STREAMLIT_SERVER_WEBSOCKET_PING_INTERVAL=5
 
 WORKDIR /app
 

@@ -7,10 +7,12 @@ import streamlit as st
 
 from ui import sidebar, tour, warmup
 from ui.i18n import t
+from ui.page_errors import one_sentence_on_failure
 
 sidebar.bind_shared_state()
 st.set_page_config(page_title=t("common.app_title"), page_icon=":material/school:", layout="wide")
 current = st.navigation(tour.navigation_sections())
-sidebar.render(current.url_path)
-current.run()
+with one_sentence_on_failure(current.url_path):  # the deployed config shows no traceback: see ui/page_errors.py
+    sidebar.render(current.url_path)
+    current.run()
 warmup.start_warmup()

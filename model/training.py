@@ -278,6 +278,8 @@ class TrainingRun:
         self._thread: threading.Thread | None = None
         self._state, self._reason = "idle", ""
         self._stop_requested = self._pause_requested = False
+        self._holding = False  # the run holds one of ``slots`` now
+        self._had_slot = False  # the run has trained, or held a slot to train, at some point
         self._step = 0
         self._elapsed = 0.0
         self._losses: list[float] = []
@@ -406,17 +408,20 @@ class TrainingRun:
         self._thread.start()
 
     def pause(self) -> None:
+        """Pause after the current step; a paused run gives its training slot back (or leaves the queue)."""
         with self._lock:
             if self._state in ("running", "queued"):
                 self._pause_requested = True
-                if self._state == "running":
-                    self._state = "paused"
+                self._state = "paused"
+        if self._slots is not None:
+            self._slots.cancel(self)  # a run waiting in the queue leaves it now, not at the next poll
 
     def resume(self) -> None:
+        """Go on from the same step; a run that gave its slot back queues for one again."""
         with self._lock:
             self._pause_requested = False
             if self._state == "paused":
-                self._state = "running"
+                self._state = "queued" if self._slots is not None and not self._holding else "running"
             self._wake.notify_all()
 
     def stop(self, timeout: float = 2.0) -> None:
@@ -435,22 +440,8 @@ class TrainingRun:
         return self._thread is not None and self._thread.is_alive()
 
     def _thread_main(self) -> None:
-        holding = False
         try:
-            if self._slots is not None:
-                holding = self._slots.acquire(self, should_give_up=lambda: self._stop_requested)
-                if not holding:
-                    self._set_state("finished", "stopped before it started")
-                    return
-                with self._lock:
-                    self._state = "paused" if self._pause_requested else "running"
-            while True:
-                with self._lock:
-                    while self._pause_requested and not self._stop_requested:
-                        self._wake.wait(0.25)
-                    if self._stop_requested:
-                        self._state, self._reason = "finished", "stopped"
-                        return
+            while self._wait_until_it_may_train():
                 t0 = time.perf_counter()
                 self.train_step()
                 self._after_step()
@@ -462,8 +453,43 @@ class TrainingRun:
         except Exception as exc:
             self._set_state("failed", _describe(exc))
         finally:
-            if holding:
-                self._slots.release(self)
+            self._give_slot_back()
+
+    def _wait_until_it_may_train(self) -> bool:
+        """Block until the next step may run (True) or the run was stopped (False, state set).
+
+        A paused run holds no slot: it gives its slot back (or leaves the queue) and waits; on resume
+        it joins the back of the queue and trains on from the same step once it has a slot again.
+        """
+        while True:
+            with self._lock:
+                paused = self._pause_requested and not self._stop_requested
+            if paused:
+                self._give_slot_back()
+                with self._lock:
+                    while self._pause_requested and not self._stop_requested:
+                        self._state = "paused"
+                        self._wake.wait(0.25)
+            with self._lock:
+                if self._stop_requested:
+                    self._state = "finished"
+                    self._reason = "stopped" if self._had_slot else "stopped before it started"
+                    return False
+                if self._pause_requested:
+                    continue
+                if self._slots is None or self._holding:
+                    self._state, self._had_slot = "running", True
+                    return True
+                self._state = "queued"
+            got = self._slots.acquire(self, should_give_up=lambda: self._stop_requested or self._pause_requested)
+            with self._lock:
+                self._holding = got
+
+    def _give_slot_back(self) -> None:
+        with self._lock:
+            holding, self._holding = self._holding, False
+        if holding:
+            self._slots.release(self)
 
     def _set_state(self, state: str, reason: str = "") -> None:
         with self._lock:

@@ -306,6 +306,7 @@ def _status(session: ts.TrainingSession, snap: RunSnapshot) -> None:
         st.caption(t("training.run.running", device=snap.device))
     elif snap.state == "paused":
         st.info(t("training.run.paused"), icon=":material/pause:")
+        st.caption(t("training.paused_slot.given_back"))
     elif snap.state == "failed":
         reason = markdown_literal(snap.reason, FAILURE_REASON_LIMIT) or "?"
         st.error(t("training.run.failed", step=snap.step, reason=reason), icon=":material/error:")
