@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 
 from model.arrays import layer_stack, to_numpy
+from model.decoding import decode_bound, safe_logprobs
 from model.tokenizer import BOS_ID
 from model.training import greedy_batch
 from model.transformer import ATTENTION_KINDS, ForwardOptions
@@ -40,14 +41,18 @@ class AttentionView:
 
 @torch.inference_mode()
 def greedy_answer(ckpt, source: str, options: ForwardOptions | None = None) -> str:
-    """The model's greedy answer to ``source`` (characters outside its alphabet become <unk>)."""
+    """The model's greedy answer to ``source`` (characters outside its alphabet become <unk>).
+
+    At most ``decode_bound`` tokens: the source's length plus a margin, whatever ``max_len`` says.
+    """
     tok, model = ckpt.tokenizer, ckpt.model
-    ids = tok.encode(source)[: model.config.max_len]
+    limit = model.config.max_len
+    ids = tok.encode(source)[:limit]
     if not ids:
         return ""
     src = torch.tensor([ids], device=model.device)
     opts = options or ForwardOptions(need_weights=False)
-    out = greedy_batch(model, src, model.config.max_len - 1, opts)
+    out = greedy_batch(model, src, min(decode_bound(len(ids), limit), limit - 1), opts)
     return tok.decode(out[0].tolist())
 
 
@@ -97,7 +102,7 @@ def attention_view(
         encoder=layer_stack(out.encoder_attention),
         decoder=layer_stack(out.decoder_attention),
         cross=layer_stack(out.cross_attention),
-        next_token_probs=to_numpy(out.logits[0].softmax(-1)),
+        next_token_probs=to_numpy(safe_logprobs(out.logits[0]).exp()),
         vocab=tok.token_strings(range(tok.vocab_size)),
         details=details,
     )
@@ -172,9 +177,10 @@ def head_statistics(maps: np.ndarray) -> pd.DataFrame:
 
     ``entropy`` (mean row entropy, bits), ``max_entropy`` (log2 of the number of keys),
     ``distance`` (mean attended distance, positions) and ``diagonal`` (mean weight on the same
-    position, 0..1).
+    position, 0..1). Weights that are not numbers (a model whose arithmetic overflowed) count as 0,
+    so every statistic is a finite number.
     """
-    maps = np.asarray(maps, dtype=float)
+    maps = np.nan_to_num(np.asarray(maps, dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
     L, H, _, tk = maps.shape
     entropy = row_entropy(maps).mean(axis=-1)  # (L, H)
     distance = mean_distance(maps).mean(axis=-1)  # (L, H)

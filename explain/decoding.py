@@ -72,8 +72,8 @@ class TeacherForcingView:
 
 
 def decode_limit(checkpoint: Any, source: str) -> int:
-    """Longest output to generate, <eos> included: room for the source's length and some slack."""
-    return max(1, min(checkpoint.model.config.max_len, len(source) + 16))
+    """Longest output to generate, <eos> included: the source's tokens plus ``decoding.DECODE_MARGIN``."""
+    return decoding.decode_bound(len(checkpoint.tokenizer.encode(source)), checkpoint.model.config.max_len)
 
 
 def parse_top_k(choice: str) -> int | None:
@@ -103,16 +103,18 @@ def decode(
     temperature: float = 1.0,
     top_k: int | None = None,
     seed: int = 0,
+    should_stop: decoding.StopCheck | None = None,
 ) -> DecodeTrace:
-    """Decode ``source`` with ``strategy`` (one of STRATEGIES).
+    """Decode ``source`` with ``strategy`` (one of STRATEGIES), at most :func:`decode_limit` tokens.
 
     Only the parameters of the chosen strategy matter; pass the others at their defaults so that a
-    cached greedy trace does not depend on, say, the temperature.
+    cached greedy trace does not depend on, say, the temperature. ``should_stop`` is asked before
+    every step (``decoding.DecodingStopped`` when it says True).
     """
     tok, model = checkpoint.tokenizer, checkpoint.model
     src = tok.encode(source)[: model.config.max_len]
     limit = decode_limit(checkpoint, source)
-    ids = dict(bos_id=tok.bos_id, eos_id=tok.eos_id)
+    ids = dict(bos_id=tok.bos_id, eos_id=tok.eos_id, should_stop=should_stop)
     if strategy == "greedy":
         result = decoding.greedy_decode(model, src, max_len=limit, top_k=TRACE_K, **ids)
     elif strategy == "beam":

@@ -12,6 +12,7 @@ import io
 import numbers
 import os
 import pickle
+import pickletools
 import re
 import tempfile
 import zipfile
@@ -21,7 +22,8 @@ from typing import BinaryIO
 
 import torch
 
-from model.config import TransformerConfig
+from model.checkpoint_schema import PayloadProblem, check_payload
+from model.config import LIMITS, TransformerConfig
 from model.device import pick_device
 from model.tasks import TASK_NAMES
 from model.tokenizer import CharTokenizer
@@ -30,7 +32,11 @@ from model.transformer import Transformer
 FORMAT = "transformer-playground"
 FORMAT_VERSION = 1
 MAX_BYTES = 20 * 2**20
-MAX_POSITION_TABLE = 2**24  # max_len * d_model entries of the positional-encoding table built on load
+MAX_ABS_WEIGHT = 1000.0
+"""No weight of a loadable checkpoint is larger in size: the trained models stay below 11, and a model at
+the size limits (model.config.LIMITS) with every weight at ±1000 still computes finite outputs. Far
+larger but finite weights (1e38) overflow float32 in the first layer and every page would show NaN."""
+WEIGHT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PRETRAINED_DIR = REPO_ROOT / "assets" / "checkpoints"
 
@@ -60,6 +66,15 @@ MESSAGES = {
         "The weights do not fit the model described in the checkpoint ({key} has shape {found}, expected {expected})."
     ),
     "non_finite": "The checkpoint's weights contain NaN or infinite values ({key}); training probably diverged.",
+    "too_big": "The model description in the checkpoint is invalid ({problem}).",
+    "bad_entry": "The checkpoint's {entry} entry is invalid ({problem}).",
+    "hollow_weights": (
+        "The checkpoint's weights are not stored in full ({key} has shape {shape} but holds {stored} numbers)."
+    ),
+    "huge_weights": (
+        "The checkpoint's weights are far too large for a trained model ({key} reaches {value:.3g}; the limit is "
+        "{limit:g}); training probably diverged."
+    ),
 }
 
 
@@ -197,7 +212,46 @@ def _read_bounded(source: str | Path | bytes | BinaryIO, max_bytes: int) -> byte
     return data
 
 
-_CODE_REFERENCE = re.compile(r"Unsupported (global|class)|not an allowed global")
+_CODE_REFERENCE = re.compile(r"unsupported (global|class)|not an allowed global|is blocked", re.IGNORECASE)
+
+
+def _pickles(data: bytes) -> list[bytes]:
+    """The pickle streams of a file: a torch zip's ``.pkl`` members, else the bytes themselves."""
+    if not data.startswith(b"PK\x03\x04"):
+        return [data]
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return [archive.read(m) for m in archive.infolist() if m.filename.endswith(".pkl")]
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError):
+        return []
+
+
+def _global_names(stream: bytes) -> set[str]:
+    """Every ``module.name`` a pickle stream would import, read with pickletools (nothing is run)."""
+    names, strings = set(), []
+    try:
+        for opcode, arg, _ in pickletools.genops(stream):
+            if opcode.name in ("GLOBAL", "INST"):
+                names.add(str(arg).replace(" ", "."))
+            elif opcode.name == "STACK_GLOBAL" and len(strings) >= 2:
+                names.add(f"{strings[-2]}.{strings[-1]}")
+            elif isinstance(arg, str):
+                strings.append(arg)
+    except (ValueError, EOFError, OverflowError):  # a damaged stream: judge what was read before the damage
+        return names
+    return names
+
+
+def _refers_to_code(data: bytes, error: Exception) -> bool:
+    """True when a refused pickle names a function or class beyond the tensors and containers torch allows."""
+    if _CODE_REFERENCE.search(str(error)):
+        return True
+    try:  # what torch.load(weights_only=True) may import: tensors, storages, dtypes, OrderedDict
+        from torch._weights_only_unpickler import _get_allowed_globals
+        allowed = set(_get_allowed_globals())
+    except (ImportError, AttributeError):  # a torch without it: rely on its message alone
+        return False
+    return any(_global_names(stream) - allowed for stream in _pickles(data))
 
 
 def _unpickle(data: bytes, max_bytes: int) -> object:
@@ -219,7 +273,7 @@ def _unpickle(data: bytes, max_bytes: int) -> object:
     try:
         return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
-        if _CODE_REFERENCE.search(str(err)):
+        if _refers_to_code(data, err):
             raise CheckpointError("unsafe") from None
         if "truncated" in str(err):
             raise CheckpointError("truncated") from None
@@ -239,6 +293,13 @@ def _describe_type(value: object) -> str:
     return "nothing" if value is None else f"a {type(value).__name__}"
 
 
+def _shown(value: object) -> str:
+    """``repr`` of a number or short text; only the type of anything else (a deep list has no printable repr)."""
+    if value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 40):
+        return repr(value)
+    return type(value).__name__
+
+
 def _shape(t: torch.Size) -> str:
     return str(tuple(t))
 
@@ -248,31 +309,78 @@ def _name_keys(keys: list[str]) -> str:
     return shown if len(keys) <= 3 else f"{shown} and {len(keys) - 3} more"
 
 
+def _schema_error(problem: PayloadProblem) -> CheckpointError:
+    """The CheckpointError of the first problem the payload schema found."""
+    if problem.too_big:
+        return CheckpointError("too_big", problem=problem.text)
+    if problem.entry == "config":
+        return CheckpointError("bad_config", problem=problem.text)
+    if problem.entry == "tokenizer":
+        return CheckpointError("bad_tokenizer", problem=problem.text)
+    return CheckpointError("bad_entry", entry=problem.entry, problem=problem.text)
+
+
+def _parameter_count(config: TransformerConfig) -> int:
+    """Trainable parameters of the model ``config`` describes (built on the meta device: no memory)."""
+    with torch.device("meta"):
+        return sum(p.numel() for p in Transformer(config).parameters())
+
+
 def _check_payload(payload: object) -> tuple[TransformerConfig, CharTokenizer, dict, dict, int]:
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+    """Everything but the weights, checked against the schema and the limits before anything is built."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("format"), str) or payload["format"] != FORMAT:
         raise CheckpointError("not_checkpoint")
     version = payload.get("format_version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise CheckpointError("bad_version", found=repr(version))
+        raise CheckpointError("bad_version", found=_shown(version))
     if version > FORMAT_VERSION:
         raise CheckpointError("newer_version", found=version, supported=FORMAT_VERSION)
-    try:
-        config = TransformerConfig.from_dict(payload.get("config"))
-    except (TypeError, ValueError) as err:
-        raise CheckpointError("bad_config", problem=str(err).rstrip(".")) from None
-    if config.max_len * config.d_model > MAX_POSITION_TABLE:
-        raise CheckpointError("bad_config", problem=f"max_len {config.max_len} is far longer than any task needs")
-    try:
-        tokenizer = CharTokenizer.from_dict(payload.get("tokenizer"))
-    except (TypeError, ValueError) as err:
-        raise CheckpointError("bad_tokenizer", problem=str(err).rstrip(".")) from None
-    for entry in ("task", "history"):
+    for entry in ("task", "history"):  # the old sentence for an entry that is not a table at all
         if not isinstance(payload.get(entry), dict):
             raise CheckpointError("bad_metadata", entry=entry, found=_describe_type(payload.get(entry)))
+    problem = check_payload(payload)
+    if problem is not None:
+        raise _schema_error(problem)
+    try:
+        config = TransformerConfig.from_dict(payload["config"])
+    except (TypeError, ValueError) as err:
+        raise CheckpointError("bad_config", problem=str(err).rstrip(".")) from None
+    params = _parameter_count(config)
+    if params > LIMITS.parameters:
+        raise CheckpointError("too_big", problem=f"{params:,} parameters, over this app's limit of "
+                                                  f"{LIMITS.parameters:,}")
+    try:
+        tokenizer = CharTokenizer.from_dict(payload["tokenizer"])
+    except (TypeError, ValueError) as err:
+        raise CheckpointError("bad_tokenizer", problem=str(err).rstrip(".")) from None
     for vocab in (config.src_vocab_size, config.tgt_vocab_size):
         if vocab != tokenizer.vocab_size:
             raise CheckpointError("vocab_mismatch", config_vocab=vocab, tokenizer_vocab=tokenizer.vocab_size)
     return config, tokenizer, payload["task"], payload["history"], version
+
+
+def _stored_numbers(t: torch.Tensor) -> int:
+    """How many of the tensor's numbers its storage really holds (a stride-0 view of one zero holds 1)."""
+    available = t.untyped_storage().nbytes() // t.element_size() - t.storage_offset()
+    return max(0, min(t.numel(), available))
+
+
+def _check_tensor(key: str, got: torch.Tensor, want: torch.Tensor) -> None:
+    """One weight: its shape, that its storage holds every number, finite, and not absurdly large."""
+    if got.shape != want.shape:
+        raise CheckpointError("shape_mismatch", key=key, found=_shape(got.shape), expected=_shape(want.shape))
+    if got.dtype not in WEIGHT_DTYPES or got.layout != torch.strided or got.device.type != "cpu":
+        raise CheckpointError("bad_weights")
+    stored = _stored_numbers(got)
+    if stored < got.numel():
+        raise CheckpointError("hollow_weights", key=key, shape=_shape(got.shape), stored=stored)
+    if got.numel() == 0:
+        return
+    if not bool(torch.isfinite(got).all()):
+        raise CheckpointError("non_finite", key=key)
+    largest = float(got.abs().max())
+    if largest > MAX_ABS_WEIGHT:
+        raise CheckpointError("huge_weights", key=key, value=largest, limit=MAX_ABS_WEIGHT)
 
 
 def _check_weights(state_dict: object, config: TransformerConfig) -> dict[str, torch.Tensor]:
@@ -290,11 +398,7 @@ def _check_weights(state_dict: object, config: TransformerConfig) -> dict[str, t
     if unexpected:
         raise CheckpointError("unexpected_weights", keys=_name_keys(unexpected))
     for key, want in expected.items():
-        got = state_dict[key]
-        if got.shape != want.shape:
-            raise CheckpointError("shape_mismatch", key=key, found=_shape(got.shape), expected=_shape(want.shape))
-        if got.is_floating_point() and not bool(torch.isfinite(got).all()):
-            raise CheckpointError("non_finite", key=key)
+        _check_tensor(key, state_dict[key], want)
     return state_dict
 
 

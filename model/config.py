@@ -13,6 +13,32 @@ from typing import Any, Mapping, NamedTuple
 
 SIZE_FIELDS = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len")
 
+
+@dataclass(frozen=True)
+class SizeLimits:
+    """The largest model a checkpoint may describe: about twice the largest training preset in every size.
+
+    The largest preset ("small" in ``model.training.MODEL_PRESETS``) is d_model 64, 4 heads, 2
+    layers, d_ff 256, 64 positions, a vocabulary of at most 66 tokens and 246,210 parameters.
+    Loading checks a checkpoint's config against these limits before anything is allocated, so
+    an upload can never make the server build a model bigger than this.
+    """
+
+    vocab_size: int = 512  # tokens in each vocabulary (the tasks use 49 to 66)
+    d_model: int = 128
+    n_heads: int = 8
+    n_layers: int = 4  # per stack: encoder and decoder each
+    d_ff: int = 512
+    max_len: int = 256  # positions: the longest sequence the model reads or writes
+    parameters: int = 2_000_000  # trainable parameters in all: 8 MB of float32, eight times the small preset
+
+    def size_limit(self, name: str) -> int:
+        """The limit on config field ``name`` (one of SIZE_FIELDS)."""
+        return getattr(self, "vocab_size" if name.endswith("vocab_size") else name)
+
+
+LIMITS = SizeLimits()
+
 MESSAGES = {  # problem code -> English sentence, formatted with the problem's values
     "not_whole": "{name} must be a whole number of at least 1, got {value}.",
     "heads_split": (

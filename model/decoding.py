@@ -8,7 +8,13 @@ would make the same input decode differently each time).
 
 ``max_len`` counts generated tokens, ``<eos>`` included, so the longest decoder input is
 ``max_len`` tokens (``<bos>`` + ``max_len - 1``); it must fit the model's ``config.max_len``.
+:func:`decode_bound` is the limit the pages use: the source's length plus :data:`DECODE_MARGIN`.
 Scores are natural-log probabilities under the model at temperature 1.
+
+A model with extreme weights (finite, but large enough to overflow float32) never makes decoding
+raise: logits are read with NaN as 0 and clamped to ±:data:`LOGIT_CLAMP`, so every step has a
+proper distribution. Every loop takes an optional ``should_stop()``, asked before each step; when
+it says True, decoding raises :class:`DecodingStopped` (a visitor who left needs no answer).
 """
 from __future__ import annotations
 
@@ -23,6 +29,31 @@ from model.transformer import EncoderOutput, ForwardOptions, Transformer
 DEFAULT_BOS_ID = 1
 DEFAULT_EOS_ID = 2
 GREEDY_TEMPERATURE = 1e-6  # at or below this, sampling is argmax (greedy)
+DECODE_MARGIN = 16  # tokens an answer may have beyond its source (the tasks need at most 2 more)
+LOGIT_CLAMP = 1e30  # logits are clamped to ±this: log-probabilities stay finite, even scaled by 1/temperature
+
+StopCheck = Callable[[], bool]
+
+
+class DecodingStopped(RuntimeError):
+    """``should_stop()`` said True: whoever asked for this decoding has gone away."""
+
+
+def decode_bound(source_len: int, max_len: int) -> int:
+    """Most tokens to generate for a source of ``source_len`` tokens, <eos> included: its length plus
+    DECODE_MARGIN, and never more than a model of ``max_len`` positions holds."""
+    return max(1, min(int(max_len), int(source_len) + DECODE_MARGIN))
+
+
+def safe_logprobs(logits: torch.Tensor) -> torch.Tensor:
+    """log_softmax over the last axis of float32 ``logits``, finite whatever the logits (NaN counts as 0)."""
+    clean = torch.nan_to_num(logits.float(), nan=0.0, posinf=LOGIT_CLAMP, neginf=-LOGIT_CLAMP)
+    return clean.clamp(-LOGIT_CLAMP, LOGIT_CLAMP).log_softmax(dim=-1)
+
+
+def _check_stop(should_stop: StopCheck | None) -> None:
+    if should_stop is not None and should_stop():
+        raise DecodingStopped("Decoding was stopped: nobody is waiting for it any more.")
 
 
 @dataclass(frozen=True)
@@ -190,7 +221,7 @@ def _next_token(
     """Run the decoder on B prefixes of equal length t and read their last position."""
     tgt = torch.tensor(prefixes, dtype=torch.long, device=model.device)  # (B, t)
     out = model.decode(tgt, _repeat(encoded, len(prefixes)), opts)
-    logprobs = out.logits[:, -1].float().log_softmax(dim=-1)  # (B, V)
+    logprobs = safe_logprobs(out.logits[:, -1])  # (B, V)
     self_attn = torch.stack(out.decoder_attention, dim=1)  # (B, L, H, t, t)
     cross_row = torch.stack(out.cross_attention, dim=1)[:, :, :, -1]  # (B, L, H, S)
     return _StepOutput(logprobs.cpu(), self_attn.float().cpu(), cross_row.float().cpu())
@@ -222,6 +253,7 @@ def _run_single(
     top_k: int,
     options: ForwardOptions | None,
     choose: Callable[[torch.Tensor], tuple[int, torch.Tensor | None]],
+    should_stop: StopCheck | None = None,
 ) -> DecodeResult:
     """The loop shared by greedy and sampling: one hypothesis, ``choose(logprobs) -> (id, probs | None)``."""
     _check_model(model)
@@ -233,6 +265,7 @@ def _run_single(
         encoded = _encode(model, src, opts)
         prefix, steps, score, finished = [bos_id], [], 0.0, False
         for _ in range(max_len):
+            _check_stop(should_stop)
             step = _next_token(model, [prefix], encoded, opts)
             chosen, sampling_probs = choose(step.logprobs[0])
             steps.append(_make_step(prefix, chosen, step, 0, top_k, sampling_probs))
@@ -254,13 +287,15 @@ def greedy_decode(
     eos_id: int = DEFAULT_EOS_ID,
     top_k: int = 5,
     options: ForwardOptions | None = None,
+    should_stop: StopCheck | None = None,
 ) -> DecodeResult:
     """Always append the single most likely next token; stop at <eos> or after max_len tokens.
 
     top_k is how many candidates each step's trace lists; it does not change the output.
     """
     return _run_single(
-        model, src_ids, max_len, bos_id, eos_id, top_k, options, lambda logprobs: (int(logprobs.argmax()), None)
+        model, src_ids, max_len, bos_id, eos_id, top_k, options, lambda logprobs: (int(logprobs.argmax()), None),
+        should_stop,
     )
 
 
@@ -280,7 +315,11 @@ def sampling_distribution(logprobs: torch.Tensor, temperature: float, top_k: int
     if top_k is not None and top_k < scaled.numel():
         cutoff = scaled.topk(top_k).values[-1]
         scaled = scaled.masked_fill(scaled < cutoff, float("-inf"))
-    return scaled.softmax(dim=-1)
+    probs = scaled.softmax(dim=-1)
+    if not bool(torch.isfinite(probs).all()) or float(probs.sum()) <= 0:  # only from non-finite log-probabilities
+        probs = torch.zeros_like(logprobs)
+        probs[torch.nan_to_num(logprobs, nan=-math.inf).argmax()] = 1.0
+    return probs
 
 
 def sample_decode(
@@ -295,6 +334,7 @@ def sample_decode(
     eos_id: int = DEFAULT_EOS_ID,
     trace_k: int = 5,
     options: ForwardOptions | None = None,
+    should_stop: StopCheck | None = None,
 ) -> DecodeResult:
     """Draw each next token at random from the model's distribution, reshaped by temperature and top-k.
 
@@ -321,7 +361,7 @@ def sample_decode(
             return int(logprobs.argmax()), probs
         return int(torch.multinomial(probs, 1, generator=generator)), probs
 
-    return _run_single(model, src_ids, max_len, bos_id, eos_id, trace_k, options, choose)
+    return _run_single(model, src_ids, max_len, bos_id, eos_id, trace_k, options, choose, should_stop)
 
 
 # -- beam search ----------------------------------------------------------------------------------
@@ -353,6 +393,7 @@ def beam_search(
     length_penalty: float = 0.0,
     top_k: int = 5,
     options: ForwardOptions | None = None,
+    should_stop: StopCheck | None = None,
 ) -> DecodeResult:
     """Keep the beam_size best prefixes at every step instead of only the best one.
 
@@ -395,6 +436,7 @@ def beam_search(
     with torch.inference_mode():
         encoded = _encode(model, src, opts)
         for _ in range(max_len):
+            _check_stop(should_stop)
             step = _next_token(model, [[bos_id] + h.tokens for h in live], encoded, opts)
             scores = torch.tensor([h.score for h in live], dtype=torch.float64)
             candidates = scores[:, None] + step.logprobs.double()  # (B, V) summed log-probs
@@ -457,7 +499,7 @@ def teacher_forced_predictions(
     inputs, targets = [bos_id] + tgt, tgt + [eos_id]
     with torch.inference_mode():
         out = model.decode(torch.tensor([inputs], device=model.device), _encode(model, src, opts), opts)
-        logprobs = out.logits[0].float().log_softmax(dim=-1).cpu()  # (T, V)
+        logprobs = safe_logprobs(out.logits[0]).cpu()  # (T, V)
         best = logprobs.max(dim=-1)
         true = logprobs.gather(1, torch.tensor(targets)[:, None]).squeeze(1)  # (T,)
         return TeacherForcing(

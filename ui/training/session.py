@@ -4,6 +4,9 @@ A run trains in a background thread (``model.training.TrainingRun``). A thread k
 ``st.session_state`` would outlive a closed tab, so the run lives in a :class:`TrainingSession`
 returned by a session-scoped ``st.cache_resource``: Streamlit drops that cache when the browser
 session disconnects and calls :func:`_release`, which stops the thread (at most one step later).
+The server learns of a closed tab at once; of a connection that died silently only when its
+websocket ping goes unanswered (``server.websocketPingInterval`` T, then T more for the pong:
+T to 2T seconds, 5-10 s with this project's config).
 The same object is also kept in ``st.session_state`` so that
 
 * the sidebar of every page can read the run's progress without creating anything
@@ -12,9 +15,11 @@ The same object is also kept in ``st.session_state`` so that
 
 Every run of the process shares one :class:`~model.run_slots.RunSlots` (:func:`shared_slots`):
 at most ``TP_MAX_TRAINING_RUNS`` (default: the CPU cores) train at once, the rest queue in
-arrival order. Each run has a step cap (a page setting) and a time cap
-(``TP_TRAINING_MAX_SECONDS``). The page's :class:`Settings` are checked by the engine alone
-(:meth:`Settings.problem` is ``TrainingConfig.problem``). Two sessions never share a run; a run
+arrival order. A paused run holds no slot: it gives its slot back (or leaves the queue) and
+queues again on Resume. Each run has a step cap (a page setting) and a time cap
+(``TP_TRAINING_MAX_SECONDS``, seconds of training: time spent paused or queued does not count).
+The page's :class:`Settings` are checked by the engine alone (:meth:`Settings.problem` is
+``TrainingConfig.problem``). Two sessions never share a run; a run
 never touches the shared pretrained models (a model "used on the other pages" is a copy loaded
 from the run's checkpoint).
 A run that failed (an exception in a step, a loss that became NaN) hands out no checkpoint: its
@@ -378,7 +383,11 @@ def name_from_upload(file_name: str) -> str:
 
 
 def read_upload(data: bytes) -> Checkpoint:
-    """Validate and load an uploaded checkpoint (``CheckpointError`` with ``.reason`` when it is bad)."""
+    """Validate and load an uploaded checkpoint (``CheckpointError`` with ``.reason`` when it is bad).
+
+    Everything is checked before the model is built: sizes against ``model.config.LIMITS``, the
+    task and history against one schema, every weight's storage, range and shape.
+    """
     return load_checkpoint(data)
 
 
@@ -388,17 +397,24 @@ def checkpoint_error_key(error: CheckpointError) -> str:
     return f"training.upload.error.{reason}"
 
 
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def checkpoint_summary(ckpt: Checkpoint) -> dict[str, Any]:
     """Plain facts about a loaded checkpoint: task, size, parameters and how long it trained."""
     history = ckpt.history if isinstance(ckpt.history, dict) else {}
-    evals = history.get("evals") or []
-    accuracy = evals[-1][1] if evals and isinstance(evals[-1], (list, tuple)) and len(evals[-1]) == 2 else None
+    evals = history.get("evals")
+    last = evals[-1] if isinstance(evals, list) and evals else None
+    accuracy = _number(last[1]) if isinstance(last, list) and len(last) == 2 else None
+    steps = history.get("steps")
+    task = ckpt.task.get("name", "?") if isinstance(ckpt.task, dict) else "?"
     return {
-        "task": str(ckpt.task.get("name", "?")),
+        "task": task if isinstance(task, str) else "?",
         "d_model": ckpt.config.d_model,
         "layers": ckpt.config.n_layers,
         "heads": ckpt.config.n_heads,
         "params": int(ckpt.model.num_params()),
-        "steps": history.get("steps"),
+        "steps": steps if isinstance(steps, int) and not isinstance(steps, bool) else None,
         "accuracy": accuracy,
     }

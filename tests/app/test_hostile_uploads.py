@@ -1,0 +1,45 @@
+"""Every hostile checkpoint of tests/hostile_checkpoints.py uploaded on the Training page, in both languages:
+each is refused with its one translated sentence, nothing is registered or selected, and the next page
+visit works. One session per language walks the whole suite, as one determined visitor would."""
+from __future__ import annotations
+
+import pytest
+
+from tests.app.apptest_helpers import clean, open_script, random_model_fixtures
+from tests.hostile_checkpoints import good_payload, hostile_checkpoints, saved
+from ui import models
+from ui.i18n import LANGS, translate
+
+pytestmark = pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+
+checkpoint_dir, random_models = random_model_fixtures(("copy", 1), folder="upload_checkpoints", d_model=16)
+UPLOAD_KEY = "training.upload"
+SESSION_MODELS_KEY = "_models.session"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_hostile_uploads_are_refused_and_leave_the_session_working(app, lang):
+    at = open_script(app, "app_pages/training.py", {"lang": lang})
+    for name, hostile in hostile_checkpoints().items():
+        at.file_uploader(key=UPLOAD_KEY).set_value((f"{name}.pt", hostile.data, "application/octet-stream"))
+        at = clean(at.run())
+        expected = translate(f"training.upload.error.{hostile.reason}", lang)
+        assert [e.value for e in at.error] == [expected], name
+        assert not registered(at), name
+        assert at.session_state[models.MODEL_STATE_KEY] == "copy", name
+    at = clean(at.switch_page("app_pages/attention.py").run())
+    assert at.title[0].value == translate("attention.title", lang)
+    assert not at.error
+
+
+def registered(at) -> list[str]:
+    """The names of the models this session has registered."""
+    return list(at.session_state[SESSION_MODELS_KEY]) if SESSION_MODELS_KEY in at.session_state else []
+
+
+def test_the_control_a_good_upload_is_registered_and_selected(app):
+    at = open_script(app, "app_pages/training.py", {"lang": "en"})
+    at.file_uploader(key=UPLOAD_KEY).set_value(("fine.pt", saved(good_payload()), "application/octet-stream"))
+    at = clean(at.run())
+    assert not at.error and registered(at) == ["fine"]
+    assert at.session_state[models.MODEL_STATE_KEY] == "fine"
