@@ -14,6 +14,7 @@ from ui.head_set import HeadSetParam
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
+from ui.page_errors import fragment
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal
 from ui.widgets import csv_download, sentence_input
 
@@ -83,7 +84,7 @@ def overview_grid(view: AttentionView, kind: str) -> None:
 # ------------------------------------------------------------------ one layer, one head
 
 
-@st.fragment
+@fragment
 def one_head(ckpt, source: str, base: AttentionView, section: str, kind: str) -> None:
     """The layer and head controls and the section that shows that head. A fragment: picking
     another layer or head redraws only this, not the overview grid above it."""

@@ -12,6 +12,7 @@ from ui.cache import computed
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
+from ui.page_errors import fragment
 from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
 from ui.widgets import char_limit, sentence_input, show_notices
 
@@ -98,7 +99,7 @@ def step_controls(n: int) -> int:
     return step
 
 
-@st.fragment
+@fragment
 def step_view(trace: DecodeTrace, strategy: str, layer: int, head: int, n_heads: int) -> None:
     """The step controls and what the chosen step shows. A fragment: moving through the steps reruns
     only this part of the page (the trace is already decoded)."""

@@ -14,6 +14,7 @@ from ui.cache import computed
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import link, tour_links
+from ui.page_errors import fragment
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
 from ui.widgets import batch_input, char_limit, sentence_picker, show_notices
@@ -105,7 +106,7 @@ def row_section(ckpt, pair: PairTokens, kind: str, layer: int, head: int, query:
         column.plotly_chart(fig, key=f"masks.row.{name}")
 
 
-@st.fragment
+@fragment
 def mask_view(section: str, ckpt, pad_id: int, pair: PairTokens, layer: int, head: int, kind: str,
               query: int) -> None:
     """The switches and the picture they drive: flipping a switch reruns only this."""

@@ -12,6 +12,7 @@ from ui.cache import computed
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
+from ui.page_errors import fragment
 from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind, clamp_state
 from ui.widgets import char_limit, show_notices
 
@@ -48,7 +49,7 @@ def pair_status(pair: int, positions: int, d_model: int, base: float) -> str:
              wavelength=f"{lam:,.1f}", turns=f"{positions / lam:.2f}")
 
 
-@st.fragment
+@fragment
 def frequency(positions: int, d_model: int, base: float) -> None:
     """The pair slider, the pair's numbers and the table with that pair's waves beside it.
     A fragment: scrubbing through the pairs redraws only this."""
@@ -103,7 +104,7 @@ def reshuffle() -> None:
     st.session_state["positional.shuffle"] = (st.session_state["positional.shuffle"] + 1) % (SHUFFLE.hi + 1)
 
 
-@st.fragment
+@fragment
 def order_blindness_view(ckpt) -> None:
     """A sentence and its shuffle through the encoder, positional encoding on or off: the three
     attention maps, the largest differences and what they mean. A fragment: the switch, the

@@ -10,13 +10,14 @@ from ui.cache import computed
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
+from ui.page_errors import fragment
 from ui.url_state import ChoiceParam, bind, markdown_literal
 from ui.widgets import batch_input, char_limit, sentence_picker, show_notices
 
 SIDE = ChoiceParam("tok_side", default="source", choices=SIDES)
 
 
-@st.fragment
+@fragment
 def batch_tables(batch: SentenceBatch) -> None:
     """The side switch and that side of the batch as two tables, tokens then ids, with its shape.
     A fragment: switching sides redraws only this."""

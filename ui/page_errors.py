@@ -9,6 +9,7 @@ name and no traceback, so the tests and load clients that look for exception ele
 """
 from __future__ import annotations
 
+import functools
 import logging
 from contextlib import contextmanager
 from typing import Iterator
@@ -47,3 +48,18 @@ def one_sentence_on_failure(where: str) -> Iterator[None]:
             raise
         _log.error("page %r failed", where, exc_info=exc)
         st.exception(PageFailed(t("common.server_error.page_failed")))
+
+
+def fragment(func=None, **options):
+    """``st.fragment`` whose reruns fail like a page does: one translated sentence, the traceback in the
+    log. (A fragment's own rerun does not pass through ``app.py``.) Use as ``@fragment`` or
+    ``@fragment(run_every=...)``."""
+    if func is None:
+        return lambda f: fragment(f, **options)
+
+    @functools.wraps(func)
+    def guarded(*args, **kwargs):
+        with one_sentence_on_failure(func.__qualname__):
+            return func(*args, **kwargs)
+
+    return st.fragment(guarded, **options)

@@ -75,3 +75,24 @@ def test_a_page_that_works_shows_no_error(app, error_details):
     error_details("none")
     at = app().run()
     assert not at.exception and not at.error
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_failing_fragment_rerun_shows_the_same_one_sentence(app, error_details, monkeypatch, caplog, lang):
+    """A control inside a fragment reruns only the fragment, not app.py: it fails the same way."""
+    import figures.heatmap
+
+    error_details("none")
+    at = app({"lang": lang}).switch_page("app_pages/masks.py").run()
+    assert not at.exception
+
+    def explode(*args, **kwargs):
+        raise RuntimeError(SECRET)
+
+    monkeypatch.setattr(figures.heatmap, "bool_matrix", explode)
+    with caplog.at_level(logging.ERROR, logger="ui.page_errors"):
+        at.toggle(key="masks.padding").set_value(False).run()
+    assert [e.value for e in at.exception] == [translate("common.server_error.page_failed", lang)]
+    text = shown(at)
+    assert str(ROOT) not in text and "RuntimeError" not in text and "Traceback" not in text
+    assert any(r.exc_info and r.exc_info[1].args == (SECRET,) for r in caplog.records if r.name == "ui.page_errors")

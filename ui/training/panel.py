@@ -28,6 +28,7 @@ from model.training import (
 )
 from ui import models
 from ui.i18n import t
+from ui.page_errors import fragment
 from ui.training import charts
 from ui.training import session as ts
 from ui.training.status import STOPPED_REASONS
@@ -145,7 +146,7 @@ def read_settings() -> ts.Settings:
     return ts.Settings(**values)
 
 
-@st.fragment
+@fragment
 def planned_schedule() -> None:
     """The warmup slider, the peak it gives, the Noam curve the next run will follow and a second
     warmup to compare with: moving either slider reruns only this. The other settings are read from
@@ -264,7 +265,7 @@ def run_panel(session: ts.TrainingSession) -> None:
         _run(session, snap)
 
 
-@st.fragment(run_every=timedelta(seconds=REFRESH_SECONDS))
+@fragment(run_every=timedelta(seconds=REFRESH_SECONDS))
 def _live_run() -> None:
     session = ts.session_training()
     snap = session.snapshot()

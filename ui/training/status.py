@@ -20,6 +20,7 @@ import streamlit as st
 
 from model.training import RunStatus
 from ui.i18n import t
+from ui.page_errors import fragment
 from ui.training import session as training
 from ui.url_state import markdown_literal
 
@@ -75,7 +76,7 @@ def _render(model: str, status: RunStatus) -> None:
         st.progress(min(status.step / status.max_steps, 1.0))
 
 
-@st.fragment(run_every=timedelta(seconds=REFRESH_SECONDS))
+@fragment(run_every=timedelta(seconds=REFRESH_SECONDS))
 def _live_status() -> None:
     current = current_run()
     if current is None or not current[1].live:
