@@ -126,3 +126,33 @@ def test_a_session_model_can_be_freed_when_its_session_ends():
     assert not AppTest.from_string("import streamlit as st\nst.text('another visitor')").run().exception
     gc.collect()
     assert ref() is None
+
+
+def test_a_decode_stops_when_its_session_is_gone_and_the_check_is_not_part_of_the_key(monkeypatch):
+    """A decode asked for by a session that has gone away stops at its next step; a live session's
+    decode is cached as usual, and a later caller (with its own check) gets the cached trace."""
+    from explain.decoding import decode
+    from model.decoding import DecodingStopped
+    from tests.untrained import untrained_checkpoint
+    from ui import cache
+
+    from model.checkpoint import Checkpoint
+
+    plain = untrained_checkpoint(seed=7)
+    checkpoint = Checkpoint(model=plain.model, tokenizer=plain.tokenizer, task=plain.task, config=plain.model.config,
+                            history={}, format_version=1)
+    asked: list[int] = []
+
+    def gone_after(steps: int):
+        return lambda: (asked.append(1), len(asked) > steps)[1]
+
+    monkeypatch.setattr(cache, "session_gone_check", lambda: gone_after(2))
+    with pytest.raises(DecodingStopped):
+        cache.computed(decode, "stop me early", "beam", model=checkpoint, beam_size=3)
+    assert len(asked) == 3  # asked before each step: two steps ran, the third was refused
+
+    monkeypatch.setattr(cache, "session_gone_check", lambda: (lambda: False))
+    trace = cache.computed(decode, "stop me early", "beam", model=checkpoint, beam_size=3)
+    monkeypatch.setattr(cache, "session_gone_check", lambda: (lambda: True))
+    cached = cache.computed(decode, "stop me early", "beam", model=checkpoint, beam_size=3)  # would stop if run
+    assert cached.output == trace.output and len(cached.steps) == len(trace.steps) > 3
