@@ -3,14 +3,18 @@
 Page files live in ``app_pages/`` (not ``pages/``: see the README); their order, URL paths and
 sections come from ``ui/tour.py``.
 """
+from pathlib import Path
+
 import streamlit as st
 
 from ui import sidebar, tour, warmup
 from ui.i18n import t
 from ui.page_errors import one_sentence_on_failure
 
+ICON = Path(__file__).parent / "assets" / "icon.png"  # served by the app itself: a font-server icon needs the internet
+
 sidebar.bind_shared_state()
-st.set_page_config(page_title=t("common.app_title"), page_icon=":material/school:", layout="wide")
+st.set_page_config(page_title=t("common.app_title"), page_icon=str(ICON), layout="wide")
 current = st.navigation(tour.navigation_sections())
 with one_sentence_on_failure(current.url_path):  # the deployed config shows no traceback: see ui/page_errors.py
     sidebar.render(current.url_path)
