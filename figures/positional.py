@@ -89,11 +89,12 @@ def offset_figure(values: np.ndarray, names: Sequence[str], labels: tuple[str, s
 
 def example_table_html(frame: pd.DataFrame) -> str:
     """The worked example (columns: dimension, pair, function, angle, value, already named) as an
-    HTML table: angles to 4 decimals, values to 6, everything escaped."""
+    HTML table: angles to 4 decimals, values to 6, everything escaped; it scrolls sideways in its
+    own box on a narrow screen instead of widening the page."""
     angle, value = frame.columns[3], frame.columns[4]
     styler = (frame.style.hide(axis="index").set_uuid("pe_example").set_table_styles(EXAMPLE_STYLES)
               .format({angle: "{:.4f}", value: "{:.6f}"}, escape="html").format_index(escape="html", axis=1))
-    return styler.to_html()
+    return f'<div style="overflow-x: auto">{styler.to_html()}</div>'
 
 
 def attention_maps(maps: Sequence[tuple[np.ndarray, Sequence[str], str]], axis: tuple[str, str]) -> list[go.Figure]:

@@ -1,0 +1,69 @@
+"""Every page on a 390×844 phone screen, in both languages: nothing wider than the screen (a wide
+formula or table scrolls inside its own box), and every control's accessible name is plain text
+(a label with ``**`` or LaTeX would be read out as markup). Screenshots in test-artifacts/."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ui.i18n import LANGS
+
+pytestmark = pytest.mark.e2e
+
+PHONE = {"width": 390, "height": 844}
+VIEWS = (  # every page, and the sections of a page that draw something else
+    "/", "/tokens", "/masks", "/masks?mask_view=printout", "/masks?mask_view=effect", "/masks?mask_view=row",
+    "/positional-encoding", "/attention", "/attention?att_view=heads", "/attention?att_view=inside",
+    "/attention?att_view=stats", "/attention?att_view=ablation", "/decoding", "/decoding?dec_view=compare",
+    "/decoding?dec_view=forcing", "/training",
+)
+MARKUP = re.compile(r"\*\*|\$|\\|`|:material/")
+
+# Elements wider than the screen whose own box does not scroll, outside formulas' hidden MathML.
+OVERFLOW_JS = """() => {
+  const limit = window.innerWidth + 1;
+  const main = document.querySelector('[data-testid="stMain"]');
+  const sticking = [];
+  for (const el of main.querySelectorAll('*')) {
+    if (el.closest('.katex-mathml')) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= limit) continue;
+    let scroller = el.parentElement, contained = false;
+    while (scroller && scroller !== main) {
+      const style = getComputedStyle(scroller);
+      if (/(auto|scroll|hidden)/.test(style.overflowX) && scroller.getBoundingClientRect().right <= limit) {
+        contained = true; break;
+      }
+      scroller = scroller.parentElement;
+    }
+    if (!contained) sticking.push(`${el.tagName}.${String(el.className.baseVal ?? el.className).slice(0, 30)}`);
+  }
+  return {page: Math.max(document.documentElement.scrollWidth, main.scrollWidth), sticking: sticking.slice(0, 5)};
+}"""
+
+
+def view_name(path: str) -> str:
+    return re.sub(r"\W+", "_", path.strip("/")) or "home"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_view_fits_a_phone_and_names_its_controls_in_plain_text(page, server_url, wait_for_app, screenshot,
+                                                                        lang):
+    p = page(f"/?lang={lang}")
+    p.set_viewport_size(PHONE)
+    problems = []
+    for path in VIEWS:
+        p.goto(f"{server_url}{path}{'&' if '?' in path else '?'}lang={lang}")
+        wait_for_app(p)
+        p.locator('[data-testid="stMain"] h1').first.wait_for()
+        p.wait_for_timeout(800)  # charts draw after the run
+        width = p.evaluate(OVERFLOW_JS)
+        if width["page"] > PHONE["width"] + 1 or width["sticking"]:
+            problems.append((path, "too wide", width))
+        names = p.evaluate("() => [...document.querySelectorAll('[aria-label]')].map(e => e.getAttribute('aria-label'))")
+        marked = [name for name in names if name and MARKUP.search(name)]
+        if marked:
+            problems.append((path, "markup in accessible names", marked))
+        screenshot(p, f"phone_{view_name(path)}_{lang}")
+    assert problems == []
