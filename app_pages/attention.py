@@ -4,8 +4,8 @@ import streamlit as st
 
 from explain.attention import (KINDS, AttentionView, HeadId, ablation_triples, all_heads, answer_ids, attention_csv,
                                attention_maps, attention_view, blocked_cells, every_head_csv, format_probability,
-                               head_statistics, long_attention_csv, mean_peak, query_key_tokens, row_entropy,
-                               sequence_probability)
+                               head_statistics, long_attention_csv, mean_peak, most_focused_head, query_key_tokens,
+                               row_entropy, sequence_probability)
 from explain.tasks import expected_output
 from figures import attention as charts
 from figures.head_view import head_view_figure
@@ -24,6 +24,9 @@ KIND = ChoiceParam("att_kind", "encoder", choices=KINDS)
 SCALE = BoolParam("att_scale", True)
 ALL_HEADS = BoolParam("att_all", True)
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
+LAYER_KEY, HEAD_KEY = "attention.layer", "attention.head"
+PICKED_KEY = "attention.head_picked"  # True once the visitor (or a link) chose a layer or head
+AUTO_KEY = "attention.auto_head"  # the (layer, head) this session last opened on by itself
 
 
 def view_of(ckpt, source: str, target: str | None = None, *, scale_scores: bool = True,
@@ -63,7 +66,8 @@ def pick_from_grid() -> None:
     points = event.selection.points if event else []
     picked = charts.picked_head(points[0]) if points else None
     if picked is not None:
-        st.session_state["attention.layer"], st.session_state["attention.head"] = picked
+        st.session_state[LAYER_KEY], st.session_state[HEAD_KEY] = picked
+        mark_picked()
 
 
 def overview_grid(view: AttentionView, kind: str) -> None:
@@ -84,15 +88,39 @@ def overview_grid(view: AttentionView, kind: str) -> None:
 # ------------------------------------------------------------------ one layer, one head
 
 
+def mark_picked() -> None:
+    """The visitor chose a layer or head: from now on the controls keep their choice."""
+    st.session_state[PICKED_KEY] = True
+
+
+def follow_focus(focused: tuple[int, int]) -> None:
+    """Until a layer or head is chosen (by a click, or by ``?att_layer=``/``?att_head=`` in a link), the
+    controls show ``focused``: the sharpest head of the model and kind on screen."""
+    state = st.session_state
+    if state.get(PICKED_KEY):
+        return
+    in_url = (st.query_params.get("att_layer"), st.query_params.get("att_head"))
+    ours = state.get(AUTO_KEY)
+    if in_url != (None, None) and (ours is None or in_url != tuple(str(n) for n in ours)):
+        mark_picked()  # a link named the head: it wins
+        return
+    state[AUTO_KEY] = focused
+    state[LAYER_KEY], state[HEAD_KEY] = focused
+
+
 @fragment
 def one_head(ckpt, source: str, base: AttentionView, section: str, kind: str) -> None:
     """The layer and head controls and the section that shows that head. A fragment: picking
     another layer or head redraws only this, not the overview grid above it."""
     cfg = ckpt.model.config
+    focused = most_focused_head(attention_maps(base, kind))
+    follow_focus(focused)
     layer = st.segmented_control(t("attention.layer"), list(range(1, cfg.n_layers + 1)), required=True,
-                                 key=bind(IntParam("att_layer", 1, lo=1, hi=cfg.n_layers), key="attention.layer"))
+                                 key=bind(IntParam("att_layer", focused[0], lo=1, hi=cfg.n_layers), key=LAYER_KEY),
+                                 on_change=mark_picked)
     head = st.segmented_control(t("attention.head"), list(range(1, cfg.n_heads + 1)), required=True,
-                                key=bind(IntParam("att_head", 1, lo=1, hi=cfg.n_heads), key="attention.head"))
+                                key=bind(IntParam("att_head", focused[1], lo=1, hi=cfg.n_heads), key=HEAD_KEY),
+                                on_change=mark_picked)
     if section == "overview":
         zoom(base, kind, layer, head)
     elif section == "heads":
@@ -120,7 +148,7 @@ def head_view(view: AttentionView, kind: str, layer: int, head: int) -> None:
                       help=t("attention.heads.all_help"))
     heads = tuple(range(1, maps.shape[0] + 1)) if every else (head,)
     st.caption(t("attention.heads.caption", layer=layer))
-    fig = head_view_figure(maps, queries, keys, heads=heads, head_label=t("attention.head"),
+    fig = head_view_figure(maps, queries, keys, heads=heads, head_label=t("attention.head"), chosen=head,
                            column_titles=(t("attention.queries"), t("attention.keys")), query_hover="%{customdata}")
     st.plotly_chart(fig, key="attention.head_view", config=PLOT_CONFIG)
     csv_download("attention.export", lambda: long_attention_csv(maps, queries, keys, heads, layer),
@@ -191,11 +219,11 @@ def statistics(view: AttentionView, kind: str) -> None:
     columns = {name: t(f"attention.stats.col_{name}") for name in stats.columns}
     st.dataframe(stats.rename(columns=columns), hide_index=True, width="stretch")
     hover = (f"{t('attention.layer')} %{{customdata[0]}} · {t('attention.head')} %{{customdata[1]}}<br>"
-             f"{t('attention.stats.col_distance')}: %{{x:.2f}}<br>{t('attention.stats.col_entropy')}: %{{y:.2f}}<br>"
-             f"{t('attention.stats.col_diagonal')}: %{{customdata[2]:.2f}}")
-    chart = charts.stats_figure(stats, x_title=t("attention.stats.col_distance"),
-                                y_title=t("attention.stats.col_entropy"), layer_label=t("attention.layer"),
-                                hover=hover)
+             f"{t('attention.stats.col_focus')}: %{{y:.2f}}<br>{t('attention.stats.col_entropy')}: %{{customdata[2]:.2f}}"
+             f"<br>{t('attention.stats.col_distance')}: %{{customdata[3]:.2f}}<br>"
+             f"{t('attention.stats.col_diagonal')}: %{{customdata[4]:.2f}}")
+    chart = charts.stats_figure(stats, x_title=t("attention.head"), y_title=t("attention.stats.col_focus"),
+                                layer_label=t("attention.layer"), head_label=t("attention.head"), hover=hover)
     st.plotly_chart(chart, key="attention.stats_chart", config=PLOT_CONFIG)
     st.caption(t("attention.stats.legend"))
 
@@ -225,6 +253,7 @@ def ablation(ckpt, source: str, base: AttentionView) -> None:
         st.markdown(f"**{t('attention.ablation.all_on')}**")
         st.code(base.answer or " ", language=None)
         st.metric(t("attention.ablation.probability"), format_probability(p_base))
+        st.caption(t("attention.ablation.smoothing_note"))
     if not off:
         right.info(t("attention.ablation.none"), icon=":material/touch_app:")
         return

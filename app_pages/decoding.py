@@ -2,7 +2,7 @@
 teacher forcing (training) against free running (inference)."""
 import streamlit as st
 
-from explain.decoding import (EOS, STRATEGIES, TOP_K_CHOICES, DecodeTrace, beams_table, decode, first_difference,
+from explain.decoding import (EOS, STRATEGIES, TOP_K_CHOICES, TRACE_K, DecodeTrace, beams_table, decode, first_difference,
                               forcing_table, generated_tokens, parse_top_k, teacher_forcing)
 from explain.tasks import expected_output
 from explain.text import prepare_sentence
@@ -72,9 +72,9 @@ def step_by_step(ckpt, source: str) -> None:
         head = st.segmented_control(t("decoding.head"), list(range(1, cfg.n_heads + 1)), required=True,
                                     key=bind(IntParam("dec_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
     step_view(trace, strategy, layer, head, cfg.n_heads)
-    st.caption(" ".join((t("decoding.steps.triangle_caption"),
-                         t("decoding.steps.topk_caption", k=len(trace.steps[0].top_tokens)),
+    st.caption(" ".join((t("decoding.steps.triangle_caption"), t("decoding.steps.topk_caption", k=TRACE_K),
                          t("decoding.steps.cross_caption"))))
+    st.caption(t("decoding.smoothing_note"))
 
 
 def move_step(delta: int, n_steps: int) -> None:
@@ -218,7 +218,7 @@ def forcing(ckpt, source: str) -> None:
     chart = pictures.forcing(tf.target_tokens, tf.true_probs, correct, x_title=t("decoding.forcing.x_title"),
                              y_title=t("decoding.probability"), hover="%{customdata}: %{y:.3f}")
     st.plotly_chart(chart, key="decoding.forcing_chart", config=PLOT_CONFIG)
-    st.caption(t("decoding.forcing.caption"))
+    st.caption(t("decoding.forcing.caption") + " " + t("decoding.smoothing_note"))
 
 
 # ------------------------------------------------------------------ the page

@@ -154,6 +154,28 @@ def mean_peak(weights: np.ndarray) -> float:
     return float(np.asarray(weights, dtype=float).max(axis=-1).mean())
 
 
+def focus(weights: np.ndarray) -> np.ndarray:
+    """(...,) mean over the rows of each row's largest weight, for ``weights`` (..., T_q, T_k).
+
+    1 when every query puts all its weight on one key, whichever key that is (a diagonal, an
+    anti-diagonal, the first token); 1/T_k when every row is uniform.
+    """
+    w = np.asarray(weights, dtype=float)
+    if w.shape[-1] == 0 or w.shape[-2] == 0:
+        return np.zeros(w.shape[:-2])
+    return w.max(axis=-1).mean(axis=-1)
+
+
+def most_focused_head(maps: np.ndarray) -> tuple[int, int]:
+    """(layer, head), 1-based, of the head of ``maps`` (L, H, T_q, T_k) with the highest :func:`focus`
+    (the first such head on a tie; weights that are not numbers count as 0)."""
+    scores = focus(np.nan_to_num(np.asarray(maps, dtype=float), nan=0.0, posinf=0.0, neginf=0.0))
+    if scores.size == 0:
+        return 1, 1
+    layer, head = np.unravel_index(int(np.argmax(scores)), scores.shape)
+    return int(layer) + 1, int(head) + 1
+
+
 def mean_distance(weights: np.ndarray) -> np.ndarray:
     """(..., T_q) expected |query position − key position| under each row of ``weights`` (..., T_q, T_k)."""
     w = np.asarray(weights, dtype=float)
@@ -169,12 +191,13 @@ def diagonal_share(weights: np.ndarray) -> np.ndarray:
     return np.diagonal(w[..., :n, :n], axis1=-2, axis2=-1).mean(axis=-1)
 
 
-STAT_COLUMNS = ["layer", "head", "entropy", "max_entropy", "distance", "diagonal"]
+STAT_COLUMNS = ["layer", "head", "focus", "entropy", "max_entropy", "distance", "diagonal"]
 
 
 def head_statistics(maps: np.ndarray) -> pd.DataFrame:
     """One row per (layer, head) of ``maps`` (L, H, T_q, T_k), 1-based, with
 
+    ``focus`` (mean of each row's largest weight, 0..1: how sharp the head is, wherever it looks),
     ``entropy`` (mean row entropy, bits), ``max_entropy`` (log2 of the number of keys),
     ``distance`` (mean attended distance, positions) and ``diagonal`` (mean weight on the same
     position, 0..1). Weights that are not numbers (a model whose arithmetic overflowed) count as 0,
@@ -185,8 +208,10 @@ def head_statistics(maps: np.ndarray) -> pd.DataFrame:
     entropy = row_entropy(maps).mean(axis=-1)  # (L, H)
     distance = mean_distance(maps).mean(axis=-1)  # (L, H)
     diagonal = diagonal_share(maps)  # (L, H)
+    sharp = focus(maps)  # (L, H)
     rows = [
-        {"layer": layer + 1, "head": head + 1, "entropy": round(float(entropy[layer, head]), 3),
+        {"layer": layer + 1, "head": head + 1, "focus": round(float(sharp[layer, head]), 3),
+         "entropy": round(float(entropy[layer, head]), 3),
          "max_entropy": round(math.log2(tk), 3) if tk else 0.0,
          "distance": round(float(distance[layer, head]), 3), "diagonal": round(float(diagonal[layer, head]), 3)}
         for layer in range(L) for head in range(H)

@@ -29,7 +29,7 @@ class StepView:
     prefix: list[str]  # decoder input at this step, starting with <bos> (t tokens)
     chosen: str  # the token appended after this step (may be <eos>)
     chosen_prob: float  # its probability under the model (temperature 1)
-    top_tokens: list[str]
+    top_tokens: list[str]  # the most likely next tokens, then the chosen one if it is not among them
     top_probs: list[float]
     sampling_probs: list[float]  # sampling only: the same tokens' probabilities after temperature/top-k
     decoder_attention: np.ndarray
@@ -81,17 +81,38 @@ def parse_top_k(choice: str) -> int | None:
     return None if choice == "all" else int(choice)
 
 
-def _step_view(tokenizer: Any, step: decoding.DecodeStep) -> StepView:
+def _step_view(tokenizer: Any, step: decoding.DecodeStep, temperature: float = 1.0) -> StepView:
+    """One step as plain data; the chosen token is always among the listed candidates (see :func:`_listed`)."""
+    ids, probs, sampling = _listed(step, temperature)
     return StepView(
         prefix=tokenizer.token_strings(step.prefix),
         chosen=tokenizer.token_strings([step.chosen])[0],
         chosen_prob=float(np.exp(step.chosen_logprob)),
-        top_tokens=tokenizer.token_strings(step.top_ids),
-        top_probs=[float(p) for p in step.top_probs],
-        sampling_probs=[float(p) for p in step.sampling_probs],
+        top_tokens=tokenizer.token_strings(ids),
+        top_probs=probs,
+        sampling_probs=sampling,
         decoder_attention=step.decoder_attention.cpu().numpy().astype(np.float32),
         cross_attention=step.cross_attention.cpu().numpy().astype(np.float32),
     )
+
+
+def _listed(step: decoding.DecodeStep, temperature: float) -> tuple[list[int], list[float], list[float]]:
+    """The step's candidates (ids, model probabilities, sampling probabilities), with the chosen token
+    appended last when it is not among the most likely (sampling can draw an unlikely one).
+
+    Its sampling probability follows from the first candidate's: dividing log-probabilities by the
+    temperature makes P_τ(a) / P_τ(b) = (P(a) / P(b))^(1/τ), and a drawn token is never cut by top-k.
+    """
+    ids, probs = list(step.top_ids), [float(p) for p in step.top_probs]
+    sampling = [float(p) for p in step.sampling_probs]
+    if step.chosen in ids:
+        return ids, probs, sampling
+    ids.append(step.chosen)
+    probs.append(float(np.exp(step.chosen_logprob)))
+    if sampling:
+        ratio = (step.chosen_logprob - np.log(step.top_probs[0])) / max(temperature, 1e-6)
+        sampling.append(float(sampling[0] * np.exp(ratio)))
+    return ids, probs, sampling
 
 
 def decode(
@@ -132,7 +153,7 @@ def decode(
         output=tok.decode(result.tokens),
         finished=bool(result.finished),
         score=float(result.score),
-        steps=[_step_view(tok, step) for step in result.steps],
+        steps=[_step_view(tok, step, temperature) for step in result.steps],
         beams=beams,
         max_len=limit,
     )

@@ -193,26 +193,32 @@ def weights_entropy_figure(weights: np.ndarray, query_tokens: Sequence[str], key
 # ------------------------------------------------------------------ statistics and switching heads off
 
 
-def stats_figure(stats: pd.DataFrame, *, x_title: str, y_title: str, layer_label: str, hover: str) -> go.Figure:
-    """Each head as a dot: mean attended distance (x) against mean entropy (y), one colour per layer.
+def stats_figure(stats: pd.DataFrame, *, x_title: str, y_title: str, layer_label: str, head_label: str,
+                 hover: str) -> go.Figure:
+    """Each head's focus (mean of each row's largest weight) as a bar, heads along x, one colour and
+    one bar per layer side by side, the value written above each bar.
 
-    ``stats``: :func:`explain.attention.head_statistics`. ``hover`` may use ``%{customdata[0]}``
-    (layer), ``[1]`` (head), ``[2]`` (diagonal share), ``%{x}`` and ``%{y}``.
+    Bars side by side never cover one another's labels, whereas dots of heads that behave alike
+    land on the same spot. ``stats``: :func:`explain.attention.head_statistics`. ``hover`` may use
+    ``%{customdata[0]}`` (layer), ``[1]`` (head), ``[2]`` (entropy), ``[3]`` (mean distance),
+    ``[4]`` (diagonal share) and ``%{y}`` (focus).
     """
+    heads = sorted(int(h) for h in stats["head"].unique())
     traces = [
-        go.Scatter(
-            x=group["distance"], y=group["entropy"], mode="markers+text",
-            text=[f"H{h}" for h in group["head"]], textposition="top center",
-            name=f"{html.escape(layer_label)} {layer}", marker=dict(size=10 + 14 * group["diagonal"].to_numpy()),
-            customdata=np.stack([group["layer"], group["head"], group["diagonal"]], axis=1),
+        go.Bar(
+            x=group["head"], y=group["focus"], name=f"{html.escape(layer_label)} {layer}",
+            text=[f"{v:.2f}" for v in group["focus"]], textposition="outside", cliponaxis=False,
+            customdata=np.stack([group["layer"], group["head"], group["entropy"], group["distance"],
+                                 group["diagonal"]], axis=1),
             hovertemplate=hover + "<extra></extra>",
         )
         for layer, group in stats.groupby("layer")
     ]
-    fig = figure(*traces, height=360, legend=dict(orientation="h", y=1.12))
-    fig.update_layout(margin=dict(l=10, r=10, t=20, b=10))
-    fig.update_xaxes(title=x_title, rangemode="tozero")
-    fig.update_yaxes(title=y_title, rangemode="tozero")
+    fig = figure(*traces, height=340, barmode="group", legend=dict(orientation="h", y=1.02, yanchor="bottom"))
+    fig.update_layout(margin=dict(l=10, r=10, t=30, b=10))
+    fig.update_xaxes(title=x_title, tickmode="array", tickvals=heads,
+                     ticktext=[f"{html.escape(head_label)} {h}" for h in heads])
+    fig.update_yaxes(title=y_title, range=[0, 1.12])
     return fig
 
 

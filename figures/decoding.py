@@ -7,6 +7,7 @@ Every builder takes numbers and already-translated texts; weights and probabilit
 from __future__ import annotations
 
 import html
+import unicodedata
 from typing import Sequence
 
 import numpy as np
@@ -24,7 +25,8 @@ RIGHT_COLOR = "#2ca02c"
 UNWRITTEN_COLOR = "#f4f4f7"  # behind the triangle: positions not written yet
 TOP_ROW_SHARE = (3, 2)  # triangle : next-token bars
 GAP_X = 0.07  # between the triangle and the bars: room for the bars' token labels
-TITLE_BAND_PX = 34  # above each row, for its titles
+TITLE_BAND_PX = 48  # above each row, for its titles (the top row's on two lines)
+TITLE_LINE_WIDTH = 22  # a top-row title longer than this (CJK characters count 2) is written on two lines
 ROW_GAP_PX = 80  # between the rows: the triangle's x ticks and axis title
 LEGEND_PX = 26  # above the titles, for the legend of the two distributions (sampling)
 
@@ -60,26 +62,42 @@ def cross(weights: np.ndarray, src_tokens: Sequence[str], head_labels: Sequence[
                    zmax=1.0, hover=hover, text_values=True, height=max(200, 34 * len(head_labels) + 130))
 
 
+def bar_value(p: float) -> str:
+    """A probability as written at the end of its bar: two decimals, or two significant digits below 0.01."""
+    return f"{p:.2f}" if p >= 0.01 or p == 0 else f"{p:.1e}"
+
+
 def topk(tokens: Sequence[str], probs: Sequence[float], chosen: str, *, sampling: Sequence[float] = (),
          names: tuple[str, str], title: str, x_title: str, hover: str) -> go.Figure:
-    """The most likely next tokens as horizontal bars, most likely on top; the chosen one in red.
+    """The most likely next tokens as horizontal bars, most likely on top, each with its value.
 
-    With ``sampling``, a second bar per token shows the distribution actually sampled from;
-    ``names`` labels the two distributions in the legend.
+    The chosen token is red, its label bold and red, and a red triangle points at the end of its
+    bar, so it stays visible when its probability is too small for a bar (sampling can draw such a
+    token; :func:`explain.decoding.decode` lists it last). With ``sampling``, a second bar per token
+    shows the distribution actually sampled from; ``names`` labels the two in the legend.
     """
     k = len(tokens)
     labels = [token_label(tok) for tok in tokens]
-    bars = [go.Bar(x=np.round(probs, 4), y=list(range(k)), orientation="h", name=html.escape(names[0]),
+    rows = list(range(k))
+    bars = [go.Bar(x=np.round(probs, 4), y=rows, orientation="h", name=html.escape(names[0]),
                    marker_color=[CHOSEN_COLOR if tok == chosen else CANDIDATE_COLOR for tok in tokens],
-                   customdata=labels, hovertemplate=hover + "<extra></extra>", text=[f"{p:.2f}" for p in probs],
+                   customdata=labels, hovertemplate=hover + "<extra></extra>", text=[bar_value(p) for p in probs],
                    textposition="outside", cliponaxis=False)]
     if sampling:
-        bars.append(go.Bar(x=np.round(sampling, 4), y=list(range(k)), orientation="h", name=html.escape(names[1]),
+        bars.append(go.Bar(x=np.round(sampling, 4), y=rows, orientation="h", name=html.escape(names[1]),
                            marker_color=SAMPLED_COLOR, opacity=0.7, customdata=labels,
-                           hovertemplate=hover + "<extra></extra>"))
-    fig = figure(*bars, title=title, height=max(260, 34 * k + 100), barmode="group", showlegend=bool(sampling))
-    fig.update_yaxes(**axis_labels(tokens), autorange="reversed", tickfont=dict(size=14))
-    fig.update_xaxes(title=x_title, range=[0, 1.12])
+                           hovertemplate=hover + "<extra></extra>", text=[bar_value(p) for p in sampling],
+                           textposition="outside", cliponaxis=False))
+    picked = [row for row, tok in zip(rows, tokens) if tok == chosen]
+    marks = [go.Scatter(x=[-0.025] * len(picked), y=picked, mode="markers", showlegend=False, hoverinfo="skip",
+                        marker=dict(symbol="triangle-right", size=12, color=CHOSEN_COLOR), cliponaxis=False)]
+    fig = figure(*bars, *marks, title=title, height=max(260, 34 * k + 100), barmode="group",
+                 showlegend=bool(sampling))
+    ticks = axis_labels(tokens)
+    ticks["ticktext"] = [f'<span style="color:{CHOSEN_COLOR}"><b>{text}</b></span>' if tok == chosen else text
+                         for text, tok in zip(ticks["ticktext"], tokens)]
+    fig.update_yaxes(**ticks, autorange="reversed", tickfont=dict(size=14))
+    fig.update_xaxes(title=x_title, range=[-0.04, 1.25])
     return fig
 
 
@@ -109,7 +127,8 @@ def step_figure(triangle_fig: go.Figure, topk_fig: go.Figure, cross_fig: go.Figu
     fig = make_subplots(
         rows=2, cols=2, specs=[[{}, {}], [{"colspan": 2}, None]], row_heights=[top, bottom],
         column_widths=[share / sum(TOP_ROW_SHARE) for share in TOP_ROW_SHARE], horizontal_spacing=GAP_X,
-        vertical_spacing=(ROW_GAP_PX + TITLE_BAND_PX) / plot, subplot_titles=[_title(part) for part, _, _ in cells],
+        vertical_spacing=(ROW_GAP_PX + TITLE_BAND_PX) / plot,
+        subplot_titles=[_title(part) if n == 3 else wrapped(_title(part)) for n, (part, _, _) in enumerate(cells, 1)],
     )
     placed = [(trace, row, col) for part, row, col in cells for trace in part.data]
     fig.add_traces([trace for trace, _, _ in placed], rows=[row for _, row, _ in placed],
@@ -134,7 +153,29 @@ def step_figure(triangle_fig: go.Figure, topk_fig: go.Figure, cross_fig: go.Figu
         legend=dict(orientation="h", x=1, xanchor="right", y=1, yref="container", yanchor="top"),
     )
     fig.update_annotations(font=dict(size=14))
+    for title, axis in zip(fig.layout.annotations[:2], (fig.layout.xaxis, fig.layout.xaxis2)):
+        # Each starts at its own column, on two lines of 12 px: side by side on a 390 px phone they do not meet.
+        title.update(x=axis.domain[0], xanchor="left", font=dict(size=12))
     return fig
+
+
+def text_width(text: str) -> int:
+    """Width of ``text`` in Latin characters: a CJK or full-width character counts 2."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def wrapped(title: str, limit: int = TITLE_LINE_WIDTH) -> str:
+    """``title`` on two lines (``<br>``) when wider than ``limit``: broken after the punctuation, or
+    else at the space, nearest its middle. The top row's two titles stand side by side over a phone's
+    390 px; on one line each they run into each other."""
+    if text_width(title) <= limit:
+        return title
+    middle = len(title) / 2
+    breaks = [i + 1 for i, c in enumerate(title) if c in ",:;，：；、"] or [i for i, c in enumerate(title) if c == " "]
+    if not breaks:
+        return title
+    cut = min(breaks, key=lambda i: abs(i - middle))
+    return f"{title[:cut].rstrip()}<br>{title[cut:].lstrip()}"
 
 
 def _height(fig: go.Figure) -> int:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 from pathlib import Path
+from urllib.parse import urlencode
 
 from ui.i18n import translate
-from ui.tour import TOUR
+from ui.tour import TOUR, stop
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
@@ -35,9 +37,46 @@ MAP_CSS = """
 """
 
 
+# The view each block of the diagram names, found by where the block stands (the same in every
+# language's drawing): (x, y) of its box, or of its text where it has no box -> (stop key, URL values,
+# the catalog key of the view's name, for the block's tooltip).
+BLOCK_VIEWS: dict[tuple[str, str], tuple[str, dict[str, str], str]] = {
+    ("230", "975"): ("tokens", {"tok_side": "source"}, "tokens.batch.side_source"),  # Inputs
+    ("140", "895"): ("tokens", {"tok_side": "source"}, "tokens.batch.side_source"),  # Input Embedding
+    ("470", "895"): ("tokens", {"tok_side": "decoder_in"}, "tokens.batch.side_decoder_in"),  # Output Embedding
+    ("140", "760"): ("attention", {"att_kind": "encoder"}, "attention.kind.encoder"),  # Multi-Head Self-Attention
+    ("470", "760"): ("attention", {"att_kind": "decoder"}, "attention.kind.decoder"),  # Masked Multi-Head ...
+    ("470", "620"): ("attention", {"att_kind": "cross"}, "attention.kind.cross"),  # Cross-Attention
+}
+_BLOCK = re.compile(r'<a href="\./[^"]*" data-page="([^"]+)">(.*?)</a>', re.DOTALL)
+_TITLE = re.compile(r"<title>.*?</title>", re.DOTALL)
+_PLACE = re.compile(r'<(?:rect|text)\b[^>]*?\bx="([^"]+)" y="([^"]+)"')
+
+
+def block_link(match: re.Match, lang: str) -> str:
+    """One ``<a>`` of the drawing, pointed at the view its block names (see :data:`BLOCK_VIEWS`).
+
+    The URL values ride in the href (for a new tab) and in ``data-query`` (for a click in the
+    session); the tooltip names the page and the view.
+    """
+    key, body = match.group(1), match.group(2)
+    place = _PLACE.search(body)
+    view = BLOCK_VIEWS.get(place.groups() if place else ("", ""))
+    if view is None:
+        return match.group(0)
+    key, values, name_key = view
+    query = html.escape(urlencode(values))
+    tooltip = translate("home.diagram.open_view", lang, page=translate(stop(key).title_key, lang),
+                        view=translate(name_key, lang))
+    body = _TITLE.sub(f"<title>{html.escape(tooltip)}</title>", body, count=1)
+    return f'<a href="./{stop(key).url_path}?{query}" data-page="{key}" data-query="{query}">{body}</a>'
+
+
 @functools.cache
 def _svg(lang: str) -> str:
-    return (ASSETS / f"architecture_{lang}.svg").read_text(encoding="utf-8")
+    """The architecture drawing in ``lang``, each block's link opening the view it names."""
+    drawing = (ASSETS / f"architecture_{lang}.svg").read_text(encoding="utf-8")
+    return _BLOCK.sub(lambda match: block_link(match, lang), drawing)
 
 
 def _icon(icon: str) -> str:

@@ -17,6 +17,7 @@ are restored by :func:`ui.url_state.bind` from the session when the visitor come
 from __future__ import annotations
 
 from typing import NoReturn
+from urllib.parse import parse_qsl
 
 import streamlit as st
 
@@ -54,9 +55,10 @@ def tour_links(current: str) -> None:
             )
 
 
-def switch_to(key: str) -> NoReturn:
-    """Go to the stop ``key`` now (e.g. from a click on the diagram), keeping language and model."""
-    st.switch_page(stop(key).script, query_params=current_query(*CARRIED_PARAMS))
+def switch_to(key: str, values: dict[str, str] | None = None) -> NoReturn:
+    """Go to the stop ``key`` now (e.g. from a click on the diagram), keeping language and model, with
+    the page's own URL ``values`` (e.g. ``{"att_kind": "cross"}``) if given."""
+    st.switch_page(stop(key).script, query_params={**current_query(*CARRIED_PARAMS), **(values or {})})
 
 
 # Runs in the page (components v2 are not sandboxed): swaps in the markup when it changes (e.g. the
@@ -78,11 +80,14 @@ export default function (component) {
   const search = window.location.search;
   host.querySelectorAll("a[data-page]").forEach((a) => {
     if (!a.dataset.base) a.dataset.base = a.getAttribute("href");
-    a.setAttribute("href", a.dataset.base + search);
+    const [path, own] = a.dataset.base.split("?");
+    const params = new URLSearchParams(search);
+    new URLSearchParams(own || "").forEach((value, name) => params.set(name, value));
+    a.setAttribute("href", path + (params.toString() ? "?" + params.toString() : ""));
     a.onclick = (event) => {
       if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
       event.preventDefault();
-      setTriggerValue("clicked", a.dataset.page);
+      setTriggerValue("clicked", a.dataset.query ? a.dataset.page + "?" + a.dataset.query : a.dataset.page);
     };
   });
 }
@@ -94,12 +99,15 @@ _LINKED_CSS = ".tp-linked { font-family: var(--st-font); color: var(--st-text-co
 
 def linked_html(markup: str, *, key: str) -> None:
     """Draw ``markup`` as one element; a click on an ``<a data-page="<stop key>">`` in it opens that stop
-    in this session (Ctrl/middle-click still opens the ``href`` in a new tab).
+    in this session (Ctrl/middle-click still opens the ``href`` in a new tab). A link with
+    ``data-query="name=value&..."`` opens the stop on that view (its href carries the same values).
 
     Only project-written markup may be passed (it is inserted as is): escape every text in it.
     """
     component = st.components.v2.component("tp_linked_html", css=_LINKED_CSS, js=_LINKED_JS)
     result = component(key=key, data={"html": markup}, on_clicked_change=lambda: None)
     clicked = getattr(result, "clicked", None)
-    if isinstance(clicked, str) and clicked in {s.key for s in TOUR}:
-        switch_to(clicked)
+    if isinstance(clicked, str):
+        stop_key, _, query = clicked.partition("?")
+        if stop_key in {s.key for s in TOUR}:
+            switch_to(stop_key, {name: value for name, value in parse_qsl(query) if name not in CARRIED_PARAMS})

@@ -34,6 +34,20 @@ def all_heatmaps(figure: dict) -> list[np.ndarray]:
     return [values(trace["z"]) for trace in figure["data"] if trace["type"] == "heatmap"]
 
 
+def head_panels(figure: dict) -> list[str]:
+    """The head view's panel titles (one per head drawn), without their bold markup."""
+    return [a["text"].replace("<b>", "").replace("</b>", "") for a in figure["layout"].get("annotations", [])
+            if a["text"].replace("<b>", "").startswith("Head ")]
+
+
+def expected_focus(checkpoint_dir, task: str, kind: str) -> tuple[int, int]:
+    """The most focused head of ``kind`` for the task's example, computed outside the page."""
+    from explain.attention import attention_maps, attention_view, most_focused_head
+    from model.checkpoint import load_checkpoint
+    ckpt = load_checkpoint(checkpoint_dir / f"{task}.pt")
+    return most_focused_head(attention_maps(attention_view(ckpt, get_task(task).example), kind))
+
+
 def set_section(at: AppTest, section: str) -> AppTest:
     return clean(at.segmented_control(key="attention.section").set_value(section).run())
 
@@ -90,9 +104,7 @@ def test_a_link_opens_the_same_view(app):
     assert at.segmented_control(key="attention.kind").value == "decoder"
     assert at.segmented_control(key="attention.layer").value == 2
     assert at.segmented_control(key="attention.head").value == 2
-    legend = [t["name"] for t in chart(at, "attention.head_view")["data"] if t.get("showlegend") is not False
-              and t.get("name")]
-    assert legend == ["Head 2"]
+    assert head_panels(chart(at, "attention.head_view")) == ["Head 2"]
 
 
 @pytest.mark.parametrize(("name", "bad"), [("att_layer", "9"), ("att_head", "0"), ("att_kind", "self"),
@@ -106,12 +118,42 @@ def test_bad_link_values_fall_back_with_a_notice(app, name, bad):
 def test_head_view_draws_one_colour_per_head(app):
     at = open_attention(app, att_view="heads", att_kind="encoder")
     figure = chart(at, "attention.head_view")
-    names = {t["name"] for t in figure["data"] if t.get("name")}
-    assert names == {f"Head {h}" for h in range(1, N_HEADS + 1)}
+    assert head_panels(figure) == [f"Head {h}" for h in range(1, N_HEADS + 1)]
+    chosen = at.segmented_control(key="attention.head").value
+    framed = [shape for shape in figure["layout"].get("shapes", []) if shape["type"] == "rect"]
+    assert len(framed) == 1, "the chosen head's panel is framed"
+    bold = [a["text"] for a in figure["layout"]["annotations"] if a["text"].startswith("<b>Head")]
+    assert bold == [f"<b>Head {chosen}</b>"]
     clean(at.toggle(key="attention.all_heads").set_value(False).run())
     assert query(at, "att_all") == "false"
-    names = {t["name"] for t in chart(at, "attention.head_view")["data"] if t.get("name")}
-    assert names == {"Head 1"}
+    assert head_panels(chart(at, "attention.head_view")) == [f"Head {chosen}"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_page_opens_on_the_most_focused_head(app, checkpoint_dir, kind):
+    """Not layer 1 head 1: the head whose rows put the most weight on one key (computed, per kind)."""
+    at = open_attention(app, att_kind=kind)
+    layer, head = expected_focus(checkpoint_dir, "copy", kind)
+    assert (at.segmented_control(key="attention.layer").value, at.segmented_control(key="attention.head").value) \
+        == (layer, head)
+    assert (query(at, "att_layer"), query(at, "att_head")) == (str(layer), str(head))
+
+
+def test_a_link_or_a_click_on_a_head_wins_over_the_focused_one(app, checkpoint_dir):
+    focused = {kind: expected_focus(checkpoint_dir, "copy", kind) for kind in KINDS}
+    other = next((layer, head) for layer in range(1, N_LAYERS + 1) for head in range(1, N_HEADS + 1)
+                 if (layer, head) != focused["cross"])
+    at = open_attention(app, att_kind="cross", att_layer=str(other[0]), att_head=str(other[1]))
+    assert (at.segmented_control(key="attention.layer").value,
+            at.segmented_control(key="attention.head").value) == other
+    # Until a head is chosen, another kind opens on its own focused head; after a click, the choice stays.
+    at = open_attention(app, att_kind="encoder")
+    clean(at.segmented_control(key="attention.kind").set_value("cross").run())
+    assert (at.segmented_control(key="attention.layer").value,
+            at.segmented_control(key="attention.head").value) == focused["cross"]
+    clean(at.segmented_control(key="attention.head").set_value(other[1]).run())
+    clean(at.segmented_control(key="attention.kind").set_value("decoder").run())
+    assert at.segmented_control(key="attention.head").value == other[1]
 
 
 def test_inside_one_head_scores_are_scaled_by_the_square_root_of_d_k(app):
@@ -160,12 +202,17 @@ def test_statistics_table_has_one_row_per_head(app):
     assert ((entropy >= 0) & (entropy <= largest + 1e-6)).all()
     diagonal = table[translate("attention.stats.col_diagonal", "en")]
     assert ((diagonal >= 0) & (diagonal <= 1)).all()
-    assert chart(at, "attention.stats_chart")["data"]
+    focus = table[translate("attention.stats.col_focus", "en")]
+    assert ((focus > 0) & (focus <= 1)).all()
+    bars = chart(at, "attention.stats_chart")["data"]
+    assert [bar["type"] for bar in bars] == ["bar"] * N_LAYERS
+    assert np.allclose(np.concatenate([values(bar["y"]) for bar in bars]), focus.to_numpy())
 
 
 def test_switching_heads_off_changes_the_answers_probability(app):
     at = open_attention(app, att_view="ablation")
     assert len(at.metric) == 1
+    assert translate("attention.ablation.smoothing_note", "en") in [c.value for c in at.caption]
     before = metric_values(at)[0]
     clean(at.multiselect(key="attention.ablate").set_value(["cross-1-1", "cross-2-1", "cross-2-2"]).run())
     assert query(at, "att_off") == "cross-1-1,cross-2-1,cross-2-2"

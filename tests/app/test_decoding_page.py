@@ -261,3 +261,30 @@ def test_no_model_gives_a_notice_not_a_traceback(app, monkeypatch, tmp_path):
     monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
     at = open_decoding(app)
     assert [i.value for i in at.info] == [translate("common.model.none_available", "en")]
+
+
+# ------------------------------------------------------------------ issue #24: what the probabilities mean
+
+
+def test_the_sampled_token_is_always_among_the_bars_with_its_value(app):
+    """At temperature 2 sampling draws tokens outside the 8 most likely; each step's bars still list the
+    chosen token (red label), with its value written at the end of its bar."""
+    at = open_decoding(app, dec_strategy="sample", dec_temp="2.0", dec_seed="1")
+    n, outside = int(step_slider(at).max), 0
+    for number in range(1, n + 1):
+        if number > 1:
+            move_step(at, number)
+        data = chart(at, "decoding.step_figure")
+        bars = [t for t in data["data"] if t["type"] == "bar"]
+        assert len(bars) == 2 and all(len(bar["text"]) == len(values(bar["x"])) for bar in bars)
+        chosen = [text for text in data["layout"]["yaxis2"]["ticktext"] if "<b>" in text]
+        assert len(chosen) == 1, "the chosen token's label is marked"
+        outside += len(values(bars[0]["x"])) > 8
+    assert outside, "a temperature of 2 draws a token outside the 8 most likely at least once"
+
+
+@pytest.mark.parametrize("section", ["steps", "forcing"])
+def test_a_note_says_why_right_answers_stop_near_0_9(app, section):
+    at = open_decoding(app, dec_view=section)
+    note = translate("decoding.smoothing_note", "en")
+    assert any(note in caption.value for caption in at.caption)

@@ -138,3 +138,64 @@ def test_attention_fits_a_phone_wide_window(page, wait_for_app, screenshot):
         assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
     screenshot(p, "attention_overview_390px")
     assert p.locator(EXCEPTION).count() == 0
+
+
+def boxes(locator) -> list[dict]:
+    """The on-screen boxes of every element ``locator`` finds."""
+    return [box for box in (locator.nth(i).bounding_box() for i in range(locator.count())) if box]
+
+
+def overlap(a: dict, b: dict) -> bool:
+    return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+            and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])
+
+
+def locale(lang: str) -> str:
+    return "zh-CN" if lang == "zh" else "en-US"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_all_heads_are_side_by_side_panels_each_in_its_own_colour(page, screenshot, lang):
+    """Issue #24: overlaid, four heads' translucent lines blended into one brown tangle. Each head now has
+    its own panel: the lines of one colour never reach into another colour's panel."""
+    p = page(f"/attention?lang={lang}&model=reverse&att_view=heads&att_kind=cross&att_all=true",
+             locale=locale(lang))
+    chart = charts(p, "attention.head_view")
+    expect(chart).to_have_count(1)
+    lines = chart.locator(".scatterlayer .js-line")
+    spans: dict[str, tuple[float, float]] = {}
+    for i in range(lines.count()):
+        colour = lines.nth(i).evaluate("e => getComputedStyle(e).stroke")
+        box = lines.nth(i).bounding_box()
+        if box and box["width"] > 0:
+            lo, hi = spans.get(colour, (box["x"], box["x"] + box["width"]))
+            spans[colour] = (min(lo, box["x"]), max(hi, box["x"] + box["width"]))
+    cfg = models.get_model("reverse").model.config
+    assert len(spans) == cfg.n_heads, spans
+    ordered = sorted(spans.values())
+    assert all(a[1] < b[0] for a, b in zip(ordered, ordered[1:])), ordered
+    screenshot(p, f"attention_head_view_panels_{lang}")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_reverse_opens_on_its_sharpest_cross_attention_head_and_the_statistics_show_it(page, wait_for_app,
+                                                                                         screenshot, lang):
+    """Reverse's clean anti-diagonal is in layer 2: the page opens there (computed), and the statistics'
+    focus bars write their values without one label covering another."""
+    from explain.attention import attention_maps, attention_view, most_focused_head
+    from model.tasks import get_task
+    ckpt = models.get_model("reverse")
+    layer, head = most_focused_head(attention_maps(attention_view(ckpt, get_task("reverse").example), "cross"))
+    assert layer == ckpt.model.config.n_layers, "the anti-diagonal heads are in the last layer"
+    p = page(f"/attention?lang={lang}&model=reverse&att_kind=cross", locale=locale(lang))
+    expect(p).to_have_url(re.compile(rf"att_layer={layer}&att_head={head}|att_head={head}.*att_layer={layer}"))
+    for key, value in (("attention.layer", layer), ("attention.head", head)):
+        expect(widget(p, key).get_by_role("radio", name=str(value), exact=True)).to_be_checked()
+    screenshot(p, f"attention_reverse_focused_{lang}")
+    choose(p, wait_for_app, "attention.section", translate("attention.section.stats", lang), "att_view", "stats")
+    chart = charts(p, "attention.stats_chart")
+    expect(chart).to_have_count(1)
+    labels = boxes(chart.locator(".barlayer text"))
+    assert len(labels) == ckpt.model.config.n_layers * ckpt.model.config.n_heads
+    assert not any(overlap(a, b) for i, a in enumerate(labels) for b in labels[i + 1:]), labels
+    screenshot(p, f"attention_stats_focus_{lang}")

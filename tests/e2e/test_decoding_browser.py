@@ -9,6 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from figures.decoding import wrapped
 from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, type_into, widget
 from ui import models
 from ui.i18n import translate
@@ -49,8 +50,8 @@ def test_decoding_every_control(page, wait_for_app, screenshot):
     expect(step_slider(p)).to_have_value("3")
     click_step(p, wait_for_app, "prev", 2)
     expect(step_status(p, 2)).to_be_visible()
-    expect(charts(p, "decoding.step_figure").get_by_text(
-        translate("decoding.steps.triangle", "en", layer=1, head=1))).to_be_visible()
+    for line in wrapped(translate("decoding.steps.triangle", "en", layer=1, head=1)).split("<br>"):  # two lines
+        expect(charts(p, "decoding.step_figure").get_by_text(line)).to_be_visible()
     slider = step_slider(p)
     slider.focus()
     slider.press("End")
@@ -66,7 +67,7 @@ def test_decoding_every_control(page, wait_for_app, screenshot):
     choose(p, wait_for_app, "decoding.head", "2", "dec_head", "2")
     # The figure follows the layer and head, and the step stays where it was.
     expect(charts(p, "decoding.step_figure").get_by_text(
-        translate("decoding.steps.triangle", "en", layer=2, head=2))).to_be_visible()
+        wrapped(translate("decoding.steps.triangle", "en", layer=2, head=2)).split("<br>")[-1])).to_be_visible()
     expect(step_status(p, last, last)).to_be_visible()
     choose(p, wait_for_app, "decoding.strategy", translate("decoding.strategy_name.beam", "en"), "dec_strategy", "beam")
     expect(p.locator(f"{MAIN} [data-testid='stDataFrame']")).to_have_count(1)
@@ -194,3 +195,46 @@ def test_decoding_on_a_phone(page, wait_for_app, screenshot):
     assert width <= 390, width
     screenshot(p, "decoding_step_390px_en")
     assert p.locator(EXCEPTION).count() == 0
+
+
+def boxes(locator) -> list[dict]:
+    """The on-screen boxes of every element ``locator`` finds."""
+    return [box for box in (locator.nth(i).bounding_box() for i in range(locator.count())) if box]
+
+
+def overlap(a: dict, b: dict) -> bool:
+    return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+            and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_step_titles_do_not_overlap_on_a_phone(page, wait_for_app, screenshot, lang):
+    """Issue #24: at 390 px the triangle's title ran into the next-token bars' title."""
+    p = page(f"/decoding?lang={lang}&dec_step=2", locale="zh-CN" if lang == "zh" else "en-US")
+    p.set_viewport_size({"width": 390, "height": 900})
+    wait_for_app(p)
+    chart = charts(p, "decoding.step_figure")
+    expect(chart).to_have_count(1)
+    chart.scroll_into_view_if_needed()
+    titles = boxes(chart.locator("g.annotation text"))
+    assert len(titles) == 3, titles  # the triangle's, the bars' and the cross-attention's
+    assert not any(overlap(a, b) for i, a in enumerate(titles) for b in titles[i + 1:]), titles
+    screenshot(p, f"decoding_step_titles_390px_{lang}")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_sampled_unlikely_token_is_listed_and_marked(page, wait_for_app, screenshot, lang):
+    """At temperature 2 reverse's sample draws '6' at step 2 (model probability ~0.003, not among the 8
+    most likely): it is listed, its label red and bold, a red triangle beside it, its value written."""
+    p = page(f"/decoding?lang={lang}&model=reverse&dec_strategy=sample&dec_temp=2.0&dec_seed=3&dec_step=2",
+             locale="zh-CN" if lang == "zh" else "en-US")
+    chart = charts(p, "decoding.step_figure")
+    expect(chart).to_have_count(1)
+    expect(chart.locator(".yaxislayer-above text", has_text="6")).to_have_count(1)
+    label = chart.locator(".yaxislayer-above text", has_text="6").inner_html()
+    assert "font-weight:bold" in label.replace(" ", "") and "#d62728" in label.lower(), label
+    triangles = chart.locator(".scatterlayer path.point")
+    assert any("#d62728" in (triangles.nth(i).get_attribute("style") or "") or
+               "214, 39, 40" in (triangles.nth(i).get_attribute("style") or "") for i in range(triangles.count()))
+    assert chart.locator(".barlayer text", has_text=re.compile(r"e-0\d")).count() >= 1, "tiny values are written"
+    screenshot(p, f"decoding_sampled_token_{lang}")

@@ -105,7 +105,7 @@ def _click_opens_in_this_session(p, wait_for_app, link, target: str) -> None:
     assert_shell(p, target, "zh")
 
 
-@pytest.mark.parametrize("target", ["tokens", "masks", "positional", "attention", "decoding", "training"])
+@pytest.mark.parametrize("target", ["tokens", "positional", "attention", "decoding", "training"])
 def test_clicking_the_diagram_opens_the_page_in_the_same_session(page, wait_for_app, target):
     p = _home_in_chinese(page, wait_for_app)
     block = p.locator(f'.tp-diagram a[data-page="{target}"]').first
@@ -131,3 +131,40 @@ def test_bad_link_values_show_a_notice_not_a_traceback(page, screenshot):
     expect(toasts.filter(has_text="xx")).to_be_visible()
     expect(toasts.filter(has_text="nope")).to_be_visible()
     screenshot(p, "bad_link_zh")
+
+
+# Issue #24: the Cross-Attention block opened the encoder's self-attention. Each block opens the view it names.
+BLOCKS = [("Cross-Attention", "attention", "att_kind", "cross"),
+          ("Masked Multi-Head", "attention", "att_kind", "decoder"),
+          ("Multi-Head", "attention", "att_kind", "encoder"),
+          ("Output Embedding", "tokens", "tok_side", "decoder_in"),
+          ("Input Embedding", "tokens", "tok_side", "source")]
+
+
+@pytest.mark.parametrize(("block", "target", "param", "value"), BLOCKS)
+def test_each_block_of_the_diagram_opens_the_view_it_names(page, wait_for_app, screenshot, block, target, param,
+                                                           value):
+    p = _home_in_chinese(page, wait_for_app)
+    english = page("/?lang=en").locator(f'.tp-diagram a[data-page="{target}"][data-query="{param}={value}"]')
+    expect(english.filter(has_text=block)).to_have_count(1)  # the link sits on the block that names the view
+    link = p.locator(f'.tp-diagram a[data-page="{target}"][data-query="{param}={value}"]').first
+    href = query(link.get_attribute("href"))
+    assert href.get(param) == [value] and href.get("lang") == ["zh"], href
+    _click_opens_in_this_session(p, wait_for_app, link, target)
+    assert query(p.url).get(param) == [value]
+    if target == "attention":
+        option = p.locator(".st-key-attention-kind").get_by_role(
+            "radio", name=translate(f"attention.kind.{value}", "zh"), exact=True)
+        expect(option).to_be_checked()
+    screenshot(p, f"home_block_{param}_{value}_zh")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_cross_attention_block_is_the_one_that_opens_cross_attention(page, screenshot, lang):
+    """The link sits on the block whose text says Cross-Attention (in each language's drawing)."""
+    p = page(f"/?lang={lang}", locale="zh-CN" if lang == "zh" else "en-US")
+    link = p.locator('.tp-diagram a[data-query="att_kind=cross"]')
+    expect(link).to_have_count(1)
+    words = {"en": "Cross-Attention", "zh": "交叉注意力"}[lang]
+    expect(link).to_contain_text(words)
+    screenshot(p, f"home_diagram_{lang}")

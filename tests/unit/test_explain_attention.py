@@ -68,11 +68,33 @@ def test_diagonal_of_a_rectangular_cross_attention_map():
 def test_head_statistics_one_row_per_head():
     maps = softmax_rows(np.random.default_rng(0), 2, 3, 6, 6)
     stats = xa.head_statistics(maps)
-    assert list(stats.columns) == ["layer", "head", "entropy", "max_entropy", "distance", "diagonal"]
+    assert list(stats.columns) == ["layer", "head", "focus", "entropy", "max_entropy", "distance", "diagonal"]
     assert list(zip(stats["layer"], stats["head"])) == [(l, h) for l in (1, 2) for h in (1, 2, 3)]
     assert (stats["entropy"] <= stats["max_entropy"] + 1e-9).all()
     assert stats["max_entropy"].iloc[0] == pytest.approx(math.log2(6), abs=1e-3)
     assert ((stats["diagonal"] >= 0) & (stats["diagonal"] <= 1)).all()
+
+
+def test_focus_does_not_care_which_cells_are_sharp():
+    """An anti-diagonal head (reverse's cross-attention) is as focused as a diagonal one, though its
+    diagonal share is 0 and its mean distance is large."""
+    diagonal, anti = np.eye(5), np.eye(5)[::-1]
+    uniform = np.full((5, 5), 0.2)
+    assert xa.focus(diagonal) == pytest.approx(1.0) and xa.focus(anti) == pytest.approx(1.0)
+    assert xa.focus(uniform) == pytest.approx(0.2)
+    stats = xa.head_statistics(np.stack([np.stack([diagonal, anti, uniform])]))
+    assert list(stats["focus"]) == [1.0, 1.0, 0.2]
+    assert stats["diagonal"].iloc[1] < 0.3 and stats["distance"].iloc[1] > stats["distance"].iloc[0]
+
+
+def test_the_most_focused_head_is_found_wherever_it_is():
+    maps = np.full((2, 3, 5, 5), 0.2)
+    maps[1, 2] = np.eye(5)[::-1]  # layer 2, head 3: a clean anti-diagonal
+    assert xa.most_focused_head(maps) == (2, 3)
+    maps[0, 1] = np.eye(5)  # an equally sharp head earlier wins the tie
+    assert xa.most_focused_head(maps) == (1, 2)
+    maps[0, 1, 0, 0] = np.nan  # a weight that is not a number counts as 0
+    assert xa.most_focused_head(maps) == (2, 3)
 
 
 # ------------------------------------------------------------------ heads to switch off

@@ -54,8 +54,10 @@ def test_traces_are_plain_data_with_one_growing_prefix_per_step(ckpt, strategy):
         assert step.decoder_attention.shape == (2, 2, number, number)
         assert step.cross_attention.shape == (2, 2, 4)
         assert np.allclose(step.decoder_attention.sum(axis=-1), 1.0, atol=1e-5)
-        assert step.top_probs == sorted(step.top_probs, reverse=True)
-        assert len(step.top_tokens) == len(step.top_probs) == dec.TRACE_K
+        assert step.top_probs == sorted(step.top_probs, reverse=True)  # a chosen token listed last is the least likely
+        appended = step.top_tokens.index(step.chosen) == dec.TRACE_K
+        assert len(step.top_tokens) == len(step.top_probs) == dec.TRACE_K + appended
+        assert step.chosen in step.top_tokens
         if number > 1:
             assert step.prefix[:-1] == trace.steps[number - 2].prefix
     assert trace.finished == (trace.steps[-1].chosen == dec.EOS)
@@ -104,3 +106,20 @@ def test_teacher_forcing_against_free_running(ckpt):
     assert table["writes_own"].tolist()[: len(own)] == [display_token(t) for t in own][:6]
     raw = dec.forcing_table(tf, free, COLUMNS)
     assert raw["reads_true"].tolist()[:3] == ["<bos>", "a", " "], "tokens as they are unless told how to show them"
+
+
+def test_a_sampled_token_outside_the_most_likely_is_listed_last_with_both_probabilities(ckpt):
+    """At a high temperature sampling draws tokens the model finds unlikely; the step still lists the
+    chosen one (last), with its probability under the model and in the distribution sampled from."""
+    steps = [step for seed in range(10)
+             for step in dec.decode(ckpt, "abcabc", "sample", temperature=2.0, seed=seed).steps]
+    outside = [step for step in steps if step.top_tokens.index(step.chosen) >= dec.TRACE_K]
+    assert outside, "a temperature of 2 should draw at least one unlikely token"
+    for step in steps:
+        assert step.chosen in step.top_tokens and len(step.top_probs) == len(step.sampling_probs) == len(step.top_tokens)
+    for step in outside:
+        assert len(step.top_tokens) == dec.TRACE_K + 1 and step.top_tokens[-1] == step.chosen
+        assert step.top_probs[-1] == pytest.approx(step.chosen_prob)
+        # P_τ(a) / P_τ(b) = (P(a) / P(b))^(1/τ) for any two tokens of the distribution sampled from
+        assert step.sampling_probs[-1] / step.sampling_probs[0] == pytest.approx(
+            (step.top_probs[-1] / step.top_probs[0]) ** 0.5, rel=1e-4)

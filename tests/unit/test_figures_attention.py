@@ -148,11 +148,25 @@ def test_weights_figure_marks_masked_cells():
 # ------------------------------------------------------------------ statistics and switching heads off
 
 
-def test_stats_figure_has_a_dot_per_head_and_a_colour_per_layer():
+def test_stats_figure_has_a_bar_per_head_and_a_colour_per_layer():
     maps = softmax_rows(np.random.default_rng(6), 2, 3, 4, 4)
-    fig = fa.stats_figure(head_statistics(maps), x_title="d", y_title="e", layer_label="<Layer>", hover="%{x}")
+    stats = head_statistics(maps)
+    fig = fa.stats_figure(stats, x_title="d", y_title="e", layer_label="<Layer>", head_label="<H>", hover="%{x}")
     assert [trace.name for trace in fig.data] == ["&lt;Layer&gt; 1", "&lt;Layer&gt; 2"]
-    assert [list(trace.text) for trace in fig.data] == [["H1", "H2", "H3"]] * 2
+    assert [trace.type for trace in fig.data] == ["bar", "bar"] and fig.layout.barmode == "group"
+    assert [list(trace.y) for trace in fig.data] == [list(stats["focus"][:3]), list(stats["focus"][3:])]
+    assert [list(trace.text) for trace in fig.data] == [[f"{v:.2f}" for v in trace.y] for trace in fig.data]
+    assert list(fig.layout.xaxis.ticktext) == ["&lt;H&gt; 1", "&lt;H&gt; 2", "&lt;H&gt; 3"]
+
+
+def test_heads_that_behave_alike_keep_their_labels_apart():
+    """Reverse's four cross-attention heads of layer 2 are almost the same: as dots with "H1".."H4"
+    beside them their labels landed on one another; as grouped bars each label has its own slot."""
+    maps = np.stack([np.stack([np.full((5, 5), 0.2)] * 4), np.stack([np.eye(5)[::-1] * 0.9 + 0.02] * 4)])
+    fig = fa.stats_figure(head_statistics(maps), x_title="", y_title="", layer_label="L", head_label="H", hover="")
+    slots = [(trace.offsetgroup or trace.name, x) for trace in fig.data for x in trace.x]
+    assert len(set(slots)) == len(slots) == 8
+    assert all(trace.textposition == "outside" for trace in fig.data)
 
 
 def test_ablation_figure_compares_the_same_tokens():

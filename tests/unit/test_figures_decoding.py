@@ -48,15 +48,28 @@ def test_top_k_marks_the_chosen_token():
     fig = topk()
     assert list(fig.data[0].marker.color) == [fd.CANDIDATE_COLOR, fd.CHOSEN_COLOR, fd.CANDIDATE_COLOR]
     assert list(fig.data[0].marker.color) == ["#1f77b4", "#d62728", "#1f77b4"]
-    assert list(fig.layout.yaxis.ticktext) == ["a", "␣", "&lt;eos&gt;"]
-    assert len(fig.data) == 1 and not fig.layout.showlegend
+    assert list(fig.layout.yaxis.ticktext) == ["a", f'<span style="color:{fd.CHOSEN_COLOR}"><b>␣</b></span>',
+                                               "&lt;eos&gt;"]
+    assert [trace.type for trace in fig.data] == ["bar", "scatter"] and not fig.layout.showlegend
     both = fd.topk(["a"], [1.0], "a", sampling=[1.0], names=("m", "s"), title="", x_title="p", hover="%{x}")
-    assert len(both.data) == 2 and both.layout.showlegend
+    assert [trace.type for trace in both.data] == ["bar", "bar", "scatter"] and both.layout.showlegend
+
+
+def test_a_sampled_token_of_tiny_probability_stays_visible_and_every_bar_has_its_value():
+    """Sampling can draw a token the model gives 0.0004: its bar is thinner than a pixel, so a marker
+    points at it, its label is red, and both distributions' bars write their values."""
+    fig = fd.topk(["a", "b", "z"], [0.9, 0.09, 0.0004], "z", sampling=[0.7, 0.2, 0.003], names=("m", "s"),
+                  title="", x_title="p", hover="%{x}")
+    model, sampled, marker = fig.data
+    assert list(model.text) == ["0.90", "0.09", "4.0e-04"] and list(sampled.text) == ["0.70", "0.20", "3.0e-03"]
+    assert list(marker.y) == [2] and marker.marker.color == fd.CHOSEN_COLOR and marker.marker.size >= 10
+    assert fig.layout.xaxis.range[0] < marker.x[0] < 0, "the marker sits left of the bars, inside the plot"
+    assert fd.CHOSEN_COLOR in fig.layout.yaxis.ticktext[2]
 
 
 def test_top_k_escapes_the_names_of_the_distributions():
     fig = fd.topk(["a"], [1.0], "a", sampling=[1.0], names=("<b>m</b>", "s&"), title="", x_title="p", hover="%{x}")
-    assert [bar.name for bar in fig.data] == ["&lt;b&gt;m&lt;/b&gt;", "s&amp;"]
+    assert [bar.name for bar in fig.data if bar.type == "bar"] == ["&lt;b&gt;m&lt;/b&gt;", "s&amp;"]
 
 
 def test_forcing_bars_are_green_where_right_and_red_where_wrong():
@@ -71,12 +84,13 @@ def test_forcing_bars_are_green_where_right_and_red_where_wrong():
 def test_the_step_figure_keeps_each_part_in_its_own_cell():
     fig = fd.step_figure(triangle(), topk(), cross())
     cells = {(trace.type, trace.xaxis, trace.yaxis) for trace in fig.data}
-    assert cells == {("heatmap", "x", "y"), ("scatter", "x", "y"), ("bar", "x2", "y2"), ("heatmap", "x3", "y3")}
+    assert cells == {("heatmap", "x", "y"), ("scatter", "x", "y"), ("bar", "x2", "y2"), ("scatter", "x2", "y2"),
+                     ("heatmap", "x3", "y3")}
     layout = fig.layout
     assert [note.text for note in layout.annotations] == ["Tri", "Top", "Cross"]
     assert list(layout.xaxis.ticktext) == ["&lt;bos&gt;", "a", "b", "", "", ""]
     assert layout.yaxis.autorange == "reversed" and layout.yaxis2.autorange == "reversed"
-    assert list(layout.yaxis2.ticktext) == ["a", "␣", "&lt;eos&gt;"] and tuple(layout.xaxis2.range) == (0, 1.12)
+    assert list(layout.yaxis2.ticktext)[0] == "a" and tuple(layout.xaxis2.range) == (-0.04, 1.25)
     assert list(layout.yaxis3.ticktext) == ["Head 1", "Head 2"]
     # Triangle and bars side by side (3 : 2), the cross-attention below across the width.
     assert layout.xaxis.domain[1] < layout.xaxis2.domain[0]
@@ -102,3 +116,17 @@ def test_the_step_figure_is_as_tall_as_its_parts_and_names_the_sampled_distribut
     sampled = fd.step_figure(triangle(), topk(sampling=[0.8, 0.2, 0.0]), cross())
     assert sampled.layout.showlegend and [bar.name for bar in sampled.data if bar.type == "bar"] == ["m", "s"]
     assert sampled.layout.margin.t > small.layout.margin.t, "room for the legend above the titles"
+
+
+@pytest.mark.parametrize(("title", "lines"), [
+    ("Masked self-attention, layer 1, head 1", ["Masked self-attention,", "layer 1, head 1"]),
+    ("Next token: the most likely", ["Next token:", "the most likely"]),
+    ("掩码自注意力，第 1 层，头 1", ["掩码自注意力，", "第 1 层，头 1"]),
+    ("Short title", ["Short title"]),
+])
+def test_the_top_row_titles_break_onto_two_lines(title, lines):
+    """Side by side above a 390 px phone, the triangle's and the bars' titles ran into each other."""
+    fig = fd.step_figure(fd.triangle(WEIGHTS, PREFIX, 6, title=title, x_title="", y_title="", hover=""),
+                         fd.topk(["a"], [1.0], "a", names=("m", "s"), title=title, x_title="", hover=""), cross())
+    assert [note.text.split("<br>") for note in fig.layout.annotations[:2]] == [lines, lines]
+    assert fig.layout.annotations[2].text == "Cross"

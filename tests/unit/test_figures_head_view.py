@@ -32,10 +32,32 @@ def test_every_drawn_line_is_a_weight_above_the_threshold():
     drawn = sum(len(trace.x) // 3 for trace in lines)
     assert drawn == int((weights >= hv.BANDS[0]).sum())
     assert {trace.line.color for trace in lines} == {hv.head_colour(h) for h in (1, 2, 3)}
-    legend = [trace.name for trace in fig.data if trace.showlegend is not False and trace.name]
-    assert legend == ["Head 1", "Head 2", "Head 3"]
+    titles = [a.text for a in fig.layout.annotations if "Head" in a.text]
+    assert titles == ["Head 1", "Head 2", "Head 3"]
     labels = [trace for trace in fig.data if trace.mode == "markers+text"][1].text
     assert list(labels) == ["&lt;", "&gt;", "&amp;", "x", "y", "z"]
+
+
+def test_several_heads_are_small_multiples_that_never_share_a_line():
+    """One panel per head: no two heads' lines cover the same stretch of x (overlaid translucent lines
+    blend into one colour that no legend swatch matches), each panel titled in its head's colour."""
+    weights = np.random.default_rng(1).dirichlet(np.ones(4), size=(4, 4))
+    fig = hv.head_view_figure(weights, list("abcd"), list("abcd"), heads=(1, 2, 3, 4), head_label="Head",
+                              column_titles=("Q", "K"), query_hover="%{customdata}", chosen=3)
+    spans = {}
+    for trace in fig.data:
+        if trace.mode == "lines":
+            xs = [x for x in trace.x if x is not None]
+            lo, hi = spans.get(trace.line.color, (min(xs), max(xs)))
+            spans[trace.line.color] = (min(lo, *xs), max(hi, *xs))
+    ordered = [spans[hv.head_colour(h)] for h in (1, 2, 3, 4)]
+    assert all(a[1] < b[0] for a, b in zip(ordered, ordered[1:]))
+    titles = {a.text: a.font.color for a in fig.layout.annotations if "Head" in a.text}
+    assert titles == {"Head 1": hv.head_colour(1), "Head 2": hv.head_colour(2), "<b>Head 3</b>": hv.head_colour(3),
+                      "Head 4": hv.head_colour(4)}
+    frames = [shape for shape in fig.layout.shapes if shape.type == "rect"]
+    assert len(frames) == 1 and frames[0].line.color == hv.head_colour(3)
+    assert frames[0].x0 < spans[hv.head_colour(3)][0] and spans[hv.head_colour(3)][1] < frames[0].x1
 
 
 def test_one_head_only():
@@ -43,6 +65,7 @@ def test_one_head_only():
     fig = hv.head_view_figure(weights, list("abc"), list("abc"), heads=(2,), head_label="头",
                               column_titles=("查询", "键"), query_hover="%{customdata}")
     assert {trace.name for trace in fig.data if trace.name} == {"头 2"}
+    assert [a.text for a in fig.layout.annotations if "头" in a.text] == ["<b>头 2</b>"]
     assert {trace.line.color for trace in fig.data if trace.mode == "lines"} == {hv.head_colour(2)}
 
 
