@@ -36,3 +36,14 @@ def test_texts_are_escaped(monkeypatch):
     monkeypatch.setattr(home_view, "translate", lambda key, lang: "<b>&</b>")
     tour = home_view.tour_html("en")
     assert "<b>" not in tour and "&lt;b&gt;&amp;&lt;/b&gt;" in tour
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_block_the_diagram_names_opens_its_view_in_both_drawings(lang):
+    """A redrawn diagram that moved a block would silently lose its link: each BLOCK_VIEWS place must
+    still be a linked block of the drawing, and its link must carry that view."""
+    svg = home_view._svg(lang)
+    for (x, y), (key, values, _) in home_view.BLOCK_VIEWS.items():
+        query = "&amp;".join(f"{name}={value}" for name, value in values.items())
+        assert f'data-page="{key}" data-query="{query}"' in svg, (lang, x, y, key)
+    assert svg.count("data-query=") == len(home_view.BLOCK_VIEWS)
