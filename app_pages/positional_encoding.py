@@ -14,13 +14,18 @@ from ui.models import selected_model
 from ui.nav import tour_links
 from ui.page_errors import fragment
 from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind, clamp_state
-from ui.widgets import char_limit, show_notices
+from ui.widgets import char_limit, show_box_cut, show_notices, text_box_key
 
 D_MODEL = IntParam("pe_d", default=64, lo=2, hi=256, step=2)  # sin/cos pairs: even sizes only
 POSITIONS = IntParam("pe_len", default=50, lo=2, hi=128)
 BASE = ChoiceParam("pe_base", default="10000", choices=BASES)
 SENTENCE = TextParam("pe_text", default="the cat sat on the mat", max_len=200)
 USE_PE = BoolParam("pe_on", default=False)
+VERDICT_KEYS = {  # OrderBlindness.verdict -> positional.blind.<key>
+    "same_sentence": "nothing_to_shuffle", "blind": "blind", "sees_order": "sees_order",
+    "no_change": "no_change", "changed_without_pe": "changed_without_pe",
+}
+VERDICT_ICONS = {"blind": ":material/visibility_off:", "sees_order": ":material/visibility:"}
 SHUFFLE = IntParam("pe_shuffle", default=0, lo=0, hi=999)
 
 
@@ -111,14 +116,14 @@ def order_blindness_view(ckpt) -> None:
     shuffle and the sentence redraw only this."""
     c1, c2, c3 = st.columns([4, 2, 2], vertical_alignment="bottom")
     with c1:
-        raw = st.text_input(t("positional.blind.sentence"), key=bind(SENTENCE, key="positional.sentence"),
-                            max_chars=SENTENCE.max_len)
+        raw = st.text_input(t("positional.blind.sentence"), key=text_box_key(SENTENCE, "positional.sentence"))
     with c2:
         use_pe = st.toggle(t("positional.blind.use_pe"), key=bind(USE_PE, key="positional.use_pe"))
     with c3:
         seed = st.session_state[bind(SHUFFLE, key="positional.shuffle")]  # no widget of its own: the button moves it
         st.button(t("positional.blind.shuffle"), icon=":material/shuffle:", on_click=reshuffle,
                   key="positional.shuffle_button")
+    show_box_cut("positional.sentence", raw, SENTENCE.max_len)
     prepared = prepare_sentence(raw, ckpt.tokenizer, max_chars=char_limit(ckpt))
     show_notices(prepared)
     if not prepared.sentences:
@@ -134,12 +139,11 @@ def order_blindness_view(ckpt) -> None:
     m1, m2 = st.columns(2)
     m1.metric(t("positional.blind.attention_diff"), f"{result.max_attention_diff:.2e}")
     m2.metric(t("positional.blind.output_diff"), f"{result.max_output_diff:.2e}")
-    if len(set(result.tokens)) < 2:
-        st.info(t("positional.blind.nothing_to_shuffle"), icon=":material/info:")
-    elif not use_pe:
+    verdict = result.verdict  # from the numbers above, so the sentence never contradicts them
+    if verdict == "blind":
         st.success(t("positional.blind.blind"), icon=":material/visibility_off:")
     else:
-        st.info(t("positional.blind.sees_order"), icon=":material/visibility:")
+        st.info(t(f"positional.blind.{VERDICT_KEYS[verdict]}"), icon=VERDICT_ICONS.get(verdict, ":material/info:"))
 
 
 def rope(positions: int, d_model: int, base: float) -> None:

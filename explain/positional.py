@@ -23,6 +23,7 @@ SEED_EXAMPLE = dict(d_model=8, position=2, base=10000.0)  # seed 002's worked ex
 RELATIVE_STARTS = 3  # how many start positions p the offset plot overlays
 ROPE_MAX_POSITIONS = 48  # the RoPE matrices stay readable up to this size
 ROPE_CIRCLE_POSITIONS = 12  # positions drawn on the rotation circle
+ORDER_TOLERANCE = 1e-4  # attention weights closer than this after un-shuffling count as unchanged
 
 
 def pe_table(positions: int, d_model: int, base: float) -> np.ndarray:
@@ -75,11 +76,14 @@ def worked_example() -> pd.DataFrame:
 
 
 def word_shuffle(sentence: str, seed: int) -> tuple[str, list[int]]:
-    """Shuffle the words of ``sentence`` (its letters if it has one word); never the identity.
+    """Shuffle the words of ``sentence`` (its letters if it has one word); never the identity
+    when another order spells a different sentence.
 
     Returns ``(shuffled, order)`` with ``shuffled[j] == normalised[order[j]]`` for every
     character position j, where ``normalised`` is ``sentence`` with single spaces between words.
-    Spaces are matched to spaces in order, so ``order`` is a permutation of the positions.
+    Spaces are matched to spaces in order, so ``order`` is a permutation of the positions. When
+    every order spells the same sentence (``aaaa``, ``ab ab``), the shuffle is that sentence and
+    ``order`` is the identity: which of two equal tokens went where cannot be seen, so it is not guessed.
     """
     words = sentence.split()
     text = " ".join(words)
@@ -106,7 +110,10 @@ def word_shuffle(sentence: str, seed: int) -> tuple[str, list[int]]:
             rng.shuffle(order)
             if len(text) < 2 or "".join(text[i] for i in order) != text:
                 break
-    return "".join(text[i] for i in order), order
+    shuffled = "".join(text[i] for i in order)
+    if shuffled == text:
+        return text, list(range(len(text)))
+    return shuffled, order
 
 
 @dataclass(frozen=True)
@@ -116,7 +123,8 @@ class OrderBlindness:
     ``restored`` is the shuffled sentence's map with rows and columns put back in the original
     order; without positional encoding it equals ``original`` (up to float rounding).
     ``max_attention_diff`` / ``max_output_diff`` compare every layer and head / the encoder
-    outputs after the same un-shuffling.
+    outputs after the same un-shuffling. :attr:`verdict` says what these numbers show, as a code
+    the page translates, so the sentence beside them always follows them.
     """
 
     tokens: list[str]
@@ -127,6 +135,23 @@ class OrderBlindness:
     restored: np.ndarray  # (S, S)
     max_attention_diff: float
     max_output_diff: float
+    use_pe: bool
+
+    @property
+    def same_sentence(self) -> bool:
+        """True when the shuffle spells the sentence itself (all its words, or letters, are equal)."""
+        return self.shuffled_tokens == self.tokens
+
+    @property
+    def verdict(self) -> str:
+        """``same_sentence``; ``blind`` / ``changed_without_pe`` (encoding off) or ``sees_order`` /
+        ``no_change`` (on), by whether the measured attention changed beyond :data:`ORDER_TOLERANCE`."""
+        if self.same_sentence:
+            return "same_sentence"
+        changed = self.max_attention_diff > ORDER_TOLERANCE
+        if self.use_pe:
+            return "sees_order" if changed else "no_change"
+        return "changed_without_pe" if changed else "blind"
 
 
 @torch.inference_mode()
@@ -157,6 +182,7 @@ def order_blindness(ckpt, sentence: str, seed: int, use_pe: bool) -> OrderBlindn
         restored=restored_all[0, 0],
         max_attention_diff=float(np.abs(restored_all - att).max()),
         max_output_diff=float(np.abs(s_out[inverse] - out).max()),
+        use_pe=use_pe,
     )
 
 

@@ -5,6 +5,12 @@ language) and :func:`render` after it. Both the language and the model live in s
 (keys ``"lang"`` and ``"model"``) and in the URL (``?lang=en|zh&model=<name>``); page links
 carry them (:data:`CARRIED_PARAMS`), and the sidebar writes them back after a switch through the
 navigation menu, which clears the query string.
+
+A link naming a model this session does not have (one trained or uploaded in someone else's
+session: such models live only in their trainer's session) opens on the first model with the link
+binding's passing toast and a lasting notice above the page (:func:`model_elsewhere_notice`) that
+says so and how to share a model instead (download the checkpoint, upload it), until the visitor
+picks a model or hides it.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from ui.tour import stop
 from ui.url_state import ChoiceParam, bind, markdown_literal
 
 CARRIED_PARAMS: tuple[str, ...] = ("lang", "model")
+ELSEWHERE_KEY = "_sidebar.model_elsewhere"  # the ?model= name this session does not have, while its notice shows
 
 
 def language_param() -> ChoiceParam:
@@ -35,6 +42,7 @@ def bind_shared_state() -> None:
     """Settle this run's language and model from the URL / session (no drawing except notices)."""
     bind(language_param(), key=LANG_STATE_KEY)
     names = models.available_models()
+    _note_model_elsewhere(names)
     if names:
         bind(model_param(names), key=models.MODEL_STATE_KEY)
     elif (asked := st.query_params.get("model")) is not None:
@@ -44,6 +52,36 @@ def bind_shared_state() -> None:
             duration="long",
         )
         del st.query_params["model"]
+
+
+def _note_model_elsewhere(names: list[str]) -> None:
+    """A ``?model=`` that names no model here and no shipped one: remember it for the lasting notice
+    (the URL binding still shows its passing toast, as for every rejected link value)."""
+    asked = st.query_params.get("model")
+    if asked is None or asked in names or asked in models.SHIPPED_TASKS:
+        return
+    st.session_state[ELSEWHERE_KEY] = asked
+
+
+def _forget_model_elsewhere() -> None:
+    st.session_state.pop(ELSEWHERE_KEY, None)
+
+
+def model_elsewhere_notice() -> None:
+    """The lasting notice about a linked model that lives in another session (see the module docstring)."""
+    asked = st.session_state.get(ELSEWHERE_KEY)
+    if asked is None:
+        return
+    if asked in models.available_models():  # it was uploaded under that name since
+        _forget_model_elsewhere()
+        return
+    with st.container(key="model_elsewhere"):
+        st.warning(t("common.link_and_paste.model_elsewhere", name=markdown_literal(asked),
+                     used=markdown_literal(models.selected_model_name() or "–"),
+                     download=t("training.download.button"), upload=t("training.upload.heading")),
+                   icon=":material/link_off:")
+        st.button(t("common.link_and_paste.model_elsewhere_dismiss"), key="model_elsewhere.dismiss",
+                  on_click=_forget_model_elsewhere)
 
 
 @functools.cache
@@ -65,8 +103,8 @@ def _model_label(name: str) -> str:
 def render(page_url_path: str = "") -> None:
     """Draw the shared sidebar (call after :func:`bind_shared_state`, on every page).
 
-    ``page_url_path`` is the page being shown; on the training page the run's status is drawn
-    without its own refresh (the page refreshes it).
+    ``page_url_path`` is the page being shown; on the training page the run's status is left to
+    the page, which draws it into the sidebar from the snapshot its live panel shows.
     """
     with st.sidebar:
         st.radio(
@@ -85,6 +123,7 @@ def render(page_url_path: str = "") -> None:
                 key=models.MODEL_STATE_KEY,
                 format_func=_model_label,
                 help=t("common.sidebar.model_help"),
+                on_change=_forget_model_elsewhere,  # a model picked: the link's notice has done its job
             )
         else:
             st.caption(t("common.model.none_available"))
@@ -92,4 +131,6 @@ def render(page_url_path: str = "") -> None:
         st.caption(t("common.sidebar.device", device=device), help=t("common.sidebar.device_help"))
         if error:
             st.warning(t("common.sidebar.device_error"), icon=":material/warning:")
-        training_status.sidebar_status(live=page_url_path != stop("training").url_path)
+        if page_url_path != stop("training").url_path:  # the training page draws it from its own snapshot
+            training_status.sidebar_status()
+    model_elsewhere_notice()

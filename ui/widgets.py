@@ -3,6 +3,11 @@ notices about typed text, and CSV downloads.
 
 Every widget that defines a view is bound to the URL (:func:`ui.url_state.bind`), so a teacher's
 link opens the same view. Labels and help texts come from the catalogs of the calling page.
+
+The text boxes set no ``max_chars``: with one, the browser silently refuses a paste longer than
+the limit and keeps the old text. Instead a box takes any paste, :func:`text_box_key` cuts it to
+its ``TextParam.max_len`` (which also bounds the URL, whose value is the cut text) and
+:func:`show_box_cut` says how much was cut, until the text changes.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ DEFAULT_BATCH = "hello world\nattention is all you need\nhi!"
 BATCH_PARAM = TextParam("batch", default=DEFAULT_BATCH, max_len=2000)
 BATCH_KEY = "batch.text"
 SENTENCE_KEY = "batch.sentence"
+SENTENCE_BOX_CHARS = 200  # what a one-sentence box keeps (the model then takes at most MAX_CHARS of it)
 _SHARED_OWNER_KEY = "_widgets.page_of_shared"  # {widget key: page that drew it last}
 
 
@@ -37,6 +43,34 @@ def show_notices(prepared: PreparedText) -> None:
     for notice in prepared.notices:
         values = {k: markdown_literal(v, 80) if isinstance(v, str) else v for k, v in notice.values.items()}
         st.warning(t(notice.key, **values), icon=":material/warning:")
+
+
+def _cut_key(key: str) -> str:
+    return f"_widgets.cut.{key}"
+
+
+def text_box_key(param: TextParam, key: str) -> str:
+    """``bind(param, key=key)`` for a text box with no browser-side limit: a paste longer than
+    ``param.max_len`` is cut to it by :func:`ui.url_state.bind`; its length is noted first, for
+    :func:`show_box_cut`."""
+    pasted = st.session_state.get(key)
+    if isinstance(pasted, str) and len(pasted) > param.max_len:
+        st.session_state[_cut_key(key)] = (len(pasted), param.clean(pasted))
+    return bind(param, key=key)
+
+
+def show_box_cut(key: str, text: str | None, limit: int) -> None:
+    """A warning that the box ``key`` kept only the first ``limit`` characters of a paste, shown
+    while it still holds that cut text."""
+    cut = st.session_state.get(_cut_key(key))
+    if cut is None:
+        return
+    count, kept = cut
+    if kept != text:  # the visitor has changed the text since
+        del st.session_state[_cut_key(key)]
+        return
+    st.warning(t("common.link_and_paste.paste_cut", count=f"{count:,}", limit=f"{limit:,}"),
+               icon=":material/content_cut:")
 
 
 def _follow_example(text_key: str, example: str) -> None:
@@ -61,9 +95,11 @@ def sentence_input(checkpoint: Any, text_key: str, url_name: str) -> str | None:
     page = text_key.split(".")[0]
     example = task_example(checkpoint)
     _follow_example(text_key, example)
-    text = st.text_input(t(f"{page}.input_label"), key=bind(TextParam(url_name, example, max_len=200), key=text_key),
-                         max_chars=200, help=t(f"{page}.input_help", example=example))
+    param = TextParam(url_name, example, max_len=SENTENCE_BOX_CHARS)
+    text = st.text_input(t(f"{page}.input_label"), key=text_box_key(param, text_key),
+                         help=t(f"{page}.input_help", example=example))
     st.session_state[f"{text_key}._last"] = text
+    show_box_cut(text_key, text, param.max_len)
     prepared = prepare_sentence(text, checkpoint.tokenizer,
                                 max_chars=min(MAX_CHARS, checkpoint.model.config.max_len))
     show_notices(prepared)
@@ -71,13 +107,13 @@ def sentence_input(checkpoint: Any, text_key: str, url_name: str) -> str | None:
 
 
 def _shared_key(param, key: str, page: str) -> str:
-    """``bind(param, key=key)`` for a widget that two pages create under the same key.
+    """``bind(param, key=key)`` (:func:`text_box_key` for text) for a widget that two pages create under the same key.
 
     Streamlit gives each page's widget its own id, so on the first run after a switch the state
     left by the other page's widget would not reach this one (it would start empty). Assigning
     the value again in that run hands it over; later runs leave the widget alone.
     """
-    bind(param, key=key)
+    text_box_key(param, key) if isinstance(param, TextParam) else bind(param, key=key)
     owners = st.session_state.setdefault(_SHARED_OWNER_KEY, {})
     if owners.get(key) != page:
         st.session_state[key] = st.session_state[key]
@@ -87,8 +123,9 @@ def _shared_key(param, key: str, page: str) -> str:
 
 def batch_input(label: str, help_text: str, page: str) -> str:
     """The batch's text box (``?batch=``), shared by the tokens and masks pages (``page``: which)."""
-    return st.text_area(label, key=_shared_key(BATCH_PARAM, BATCH_KEY, page), max_chars=BATCH_PARAM.max_len,
-                        height=120, help=help_text)
+    text = st.text_area(label, key=_shared_key(BATCH_PARAM, BATCH_KEY, page), height=120, help=help_text)
+    show_box_cut(BATCH_KEY, text, BATCH_PARAM.max_len)
+    return text
 
 
 def sentence_picker(label: str, sentences: tuple[str, ...], option: str, page: str) -> int:

@@ -14,6 +14,7 @@ from tests.app.apptest_helpers import clean, open_script, texts
 from ui import models
 from ui.i18n import LANGS, translate
 from ui.tour import TOUR, neighbours, stop
+from ui.url_state import markdown_literal
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,16 +98,49 @@ def test_bad_language_falls_back_with_a_notice(app, key, bad):
     assert len(notices) == 1 and "lang" in notices[0]
 
 
+def elsewhere_notice(name: str, used: str, lang: str) -> str:
+    """The lasting notice about a linked model that is not in this session."""
+    return translate("common.link_and_paste.model_elsewhere", lang, name=markdown_literal(name),
+                     used=markdown_literal(used), download=translate("training.download.button", lang),
+                     upload=translate("training.upload.heading", lang))
+
+
 def test_bad_model_falls_back_with_a_notice(app):
     at = clean(app(query={"model": "no-such-model", "lang": "en"}).run())
     names = models.available_models()
     notices = toasts(at)
     assert len(notices) == 1 and "no-such-model" in notices[0].replace("\\", "")
+    lasting = [w.value for w in at.main.warning]
+    assert len(lasting) == 1 and "no-such-model" in lasting[0].replace("\\", "")
     if names:
         assert at.selectbox(key="model").value == names[0]
         assert at.query_params["model"] in (names[0], [names[0]])
     else:
         assert "model" not in at.query_params
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_model_from_another_session_gets_a_lasting_notice(app, tiny_checkpoints, lang):
+    """A link naming a model trained in someone else's session: the page opens on the first model
+    and says, until the visitor picks a model or hides it, that such a model lives only in its
+    trainer's session and how to share it (download the checkpoint, upload it)."""
+    at = clean(app(query={"model": "copy-tiny-1", "lang": lang}).run())
+    expected = elsewhere_notice("copy-tiny-1", "copy", lang)
+    assert [w.value for w in at.main.warning] == [expected] and len(toasts(at)) == 1  # the toast passes, it stays
+    assert at.selectbox(key="model").value == "copy" and at.query_params["model"] in ("copy", ["copy"])
+    clean(at.run())
+    assert expected in texts(at.main.warning)  # it stays on the next run...
+    clean(at.switch_page("app_pages/attention.py").run())
+    assert expected in texts(at.main.warning)  # ...and on the next page
+    clean(at.selectbox(key="model").set_value("reverse").run())
+    assert not any("copy-tiny-1" in w for w in texts(at.main.warning))  # a model picked: it has done its job
+
+
+def test_the_model_notice_can_be_hidden(app, tiny_checkpoints):
+    at = clean(app(query={"model": "someone-elses-model", "lang": "en"}).run())
+    assert elsewhere_notice("someone-elses-model", "copy", "en") in texts(at.main.warning)
+    clean(at.button(key="model_elsewhere.dismiss").click().run())
+    assert not at.main.warning and at.selectbox(key="model").value == "copy"
 
 
 @pytest.mark.parametrize("name", models.shipped_models() or ["copy"])

@@ -181,6 +181,33 @@ def test_shuffle_button_draws_a_new_order(app):
     assert metric(at, "attention_diff") < 1e-5
 
 
+def test_identical_tokens_with_encoding_on_the_box_matches_the_numbers(app):
+    """'aaaa' with positional encoding on: the shuffle is the same sentence, so both differences are 0,
+    the restored map is the original, and the box says exactly that."""
+    at = open_positional(app, pe_on="true")
+    clean(at.text_input(key="positional.sentence").input("aaaa").run())
+    assert metric(at, "attention_diff") == 0.0 and metric(at, "output_diff") == 0.0
+    original = values(chart(at, "blind_original")["data"][0]["z"])
+    restored = values(chart(at, "blind_restored")["data"][0]["z"])
+    np.testing.assert_array_equal(restored, original)
+    assert [i.value for i in at.info] == [translate("positional.blind.nothing_to_shuffle", "en")]
+
+
+def test_a_long_paste_is_kept_cut_and_said(app):
+    """A paste longer than the box's 200 characters: the box keeps the first 200 (as the URL does),
+    says what it cut, and the model's own 48-character limit is reported as for typed text."""
+    at = open_positional(app)
+    pasted = ("the cat sat on the mat " * 20)[:250]
+    clean(at.text_input(key="positional.sentence").input(pasted).run())
+    assert at.text_input(key="positional.sentence").value == pasted[:200]
+    assert helpers.query(at, "pe_text") == pasted[:200]
+    warnings = [w.value for w in at.warning]
+    assert translate("common.link_and_paste.paste_cut", "en", count=250, limit=200) in warnings
+    assert translate("common.input.truncated", "en", limit=48) in warnings
+    clean(at.text_input(key="positional.sentence").input("hello world").run())  # new text: the notice goes
+    assert not at.warning
+
+
 @pytest.mark.parametrize(("sentence", "notice"), [
     ("", "common.input.empty"), ("   ", "common.input.empty"), ("ab " * 30, "common.input.truncated"),
 ])

@@ -7,6 +7,8 @@ that session's cache, which is also what stops a run when a browser goes away.
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 import time
 
 import pytest
@@ -147,7 +149,7 @@ def test_start_then_the_run_advances_pauses_resumes_and_stops(app):
     assert translate("training.run.paused", "en") in texts(at.info)
 
     def says_paused(a: AppTest) -> bool:  # (a step in flight when pausing may still land: rerun until it has)
-        line = translate("common.training.paused", "en", model="copy-tiny-1", step=step_of(a), total="20000",
+        line = translate("common.training.paused", "en", model="copy-tiny-1", step=step_of(a), total="20,000",
                          loss="")
         return any(c.startswith(line) for c in texts(a.sidebar.caption))
 
@@ -158,10 +160,34 @@ def test_start_then_the_run_advances_pauses_resumes_and_stops(app):
     clean(at.button(key="training.stop").click().run())
     stopped = step_of(at)
     assert translate("training.run.finished_stopped", "en", step=stopped) in texts(at.success)
-    prefix = translate("common.training.stopped", "en", model="copy-tiny-1", step=stopped, total="20000", loss="")
+    prefix = translate("common.training.stopped", "en", model="copy-tiny-1", step=stopped, total="20,000", loss="")
     assert any(c.startswith(prefix) for c in texts(at.sidebar.caption)), texts(at.sidebar.caption)
     assert ts.alive_training_threads() == 0
     assert at.button(key="training.start").disabled is False
+
+
+def test_sidebar_and_panel_show_one_step_written_the_same_way(app, monkeypatch):
+    """On the training page the sidebar's status and the panel read one snapshot and write its step
+    alike ("2,415" in both); a run past step 1,000 is simulated by shifting the engine's step."""
+    shift = 2400
+    real_status, real_snapshot = TrainingRun.status, TrainingRun.snapshot
+    monkeypatch.setattr(TrainingRun, "status", lambda self: dataclasses.replace(real_status(self),
+                                                                                step=real_status(self).step + shift))
+    monkeypatch.setattr(TrainingRun, "snapshot", lambda self: dataclasses.replace(real_snapshot(self),
+                                                                                  step=real_snapshot(self).step + shift))
+    at = start(open_training(app, tr_steps=LONG))
+    clean(at.button(key="training.pause").click().run())
+
+    def sidebar_step(a: AppTest) -> str | None:
+        found = [re.search(r"paused at step ([\d,]+) of ([\d,]+)", c) for c in texts(a.sidebar.caption)]
+        return next((m.group(1) for m in found if m), None)
+
+    at = rerun_until(at, lambda a: sidebar_step(a) is not None, timeout=10)
+    assert sidebar_step(at) == at.metric[0].value  # the same step, both with the thousands separator
+    assert "," in sidebar_step(at) and step_of(at) > shift
+    assert "of 20,000" in " ".join(texts(at.sidebar.caption))
+    assert at.metric[0].label == translate("training.metric.step", "en", total="20,000")
+    clean(at.button(key="training.stop").click().run())
 
 
 def test_the_run_keeps_going_on_another_page_and_the_sidebar_shows_it(app):
@@ -185,6 +211,32 @@ def test_the_cheating_experiment_turns_the_mask_off_and_says_why(app):
     assert at.query_params["tr_ahead"] in ("false", ["false"])
     explanation = translate("training.cheat.explain", "en")
     assert explanation in texts(at.warning)
+
+
+def test_the_cheating_experiment_leads_with_exact_match_accuracy(app):
+    """After a normal run, the cheating run's message opens with the two exact-match accuracies
+    (where the runs differ), before it mentions the loss."""
+    at = open_training(app, tr_steps="40")
+    clean(at.button(key="training.start").click().run())
+    done = translate("training.run.finished_step_cap", "en", step=40)
+    at = rerun_until(at, lambda a: done in texts(a.success))
+    clean(at.button(key="training.cheat").click().run())
+    at = rerun_until(at, lambda a: done in texts(a.success) and at.toggle(key="training.ahead").value is False)
+    message = next(w for w in texts(at.warning) if "look-ahead mask" in w)
+    lead = re.match(r"\*\*Exact match: (\d+)% for this run without the look-ahead mask, "
+                    r"against (\d+)% for the run before with it\.\*\*", message)
+    assert lead, message
+    assert f"{lead.group(1)}%" == at.metric[2].value  # the cheating run's own accuracy, as the metric shows it
+    assert message.index("%") < message.index("loss")
+
+
+def test_model_sizes_are_translated_in_chinese(app):
+    at = open_training(app, lang="zh")
+    sizes = at.radio(key="training.preset").options
+    assert any(option.startswith("微型") for option in sizes) and any(option.startswith("小型") for option in sizes)
+    assert not any("tiny" in option or "small" in option for option in sizes)
+    english = open_training(app, lang="en").radio(key="training.preset").options
+    assert [option.split(":")[0] for option in english] == ["tiny", "small"]  # the English labels stay
 
 
 def test_a_finished_run_offers_samples_use_and_download(app):

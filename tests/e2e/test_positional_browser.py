@@ -7,6 +7,7 @@ and the checks that need a model are skipped inside the test.
 from __future__ import annotations
 
 import re
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 from playwright.sync_api import expect
@@ -65,6 +66,37 @@ def test_positional_page(page, wait_for_app, screenshot, lang):
         wait_for_url(p, wait_for_app, "pe_shuffle=1")
         expect(p.get_by_text(translate("positional.blind.blind", lang))).to_be_visible()
         screenshot(p, f"positional_shuffled_{lang}")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_identical_tokens_and_a_long_paste(page, wait_for_app, screenshot, lang):
+    """'aaaa' with positional encoding on: the box says the shuffle is the sentence itself and the
+    metrics beside it are 0. Then a 250-character paste into the 200-character box is taken, cut
+    and said, as typed text is (the browser used to refuse it silently)."""
+    p = page(f"/positional-encoding?lang={lang}&pe_on=true")
+    if p.get_by_text(translate("common.model.none_available", lang)).count():
+        pytest.skip("no shipped model: order blindness is not drawn")
+    box = p.get_by_role("textbox", name=translate("positional.blind.sentence", lang))
+    box.fill("aaaa")
+    box.press("Enter")
+    wait_for_url(p, wait_for_app, "pe_text=aaaa(&|$)")
+    expect(p.get_by_text(translate("positional.blind.nothing_to_shuffle", lang))).to_be_visible()
+    metrics = p.locator('[data-testid="stMetricValue"]')
+    expect(metrics).to_have_count(2)
+    assert [metrics.nth(i).inner_text().strip() for i in range(2)] == ["0.00e+00", "0.00e+00"]
+    screenshot(p, f"positional_identical_tokens_{lang}")
+
+    pasted = ("the cat sat on the mat " * 20)[:250]
+    box.click()
+    box.press("Control+A")
+    p.keyboard.insert_text(pasted)  # as a paste: one input event with all of it
+    box.press("Enter")
+    wait_for_url(p, wait_for_app, "pe_text=the")
+    expect(box).to_have_value(pasted[:200])
+    expect(p.get_by_text(translate("common.link_and_paste.paste_cut", lang, count=250, limit=200))).to_be_visible()
+    expect(p.get_by_text(translate("common.input.truncated", lang, limit=48))).to_be_visible()
+    assert len(parse_qs(urlparse(p.url).query)["pe_text"][0]) == 200  # the URL holds the cut text only
+    screenshot(p, f"positional_long_paste_{lang}")
 
 
 def test_positional_page_on_a_phone(page, screenshot):

@@ -6,6 +6,7 @@ notice instead and the chart count says so.
 from __future__ import annotations
 
 import re
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 from playwright.sync_api import expect
@@ -61,6 +62,29 @@ def test_tokens_page(page, wait_for_app, screenshot, lang):
     wait_for_url(p, wait_for_app, r"batch=(\+|%20){3}")
     expect(p.get_by_text(translate("common.input.empty", lang))).to_be_visible()
     screenshot(p, f"tokens_empty_{lang}")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_long_paste_into_the_batch_box_is_kept_cut_and_said(page, wait_for_app, screenshot, lang):
+    """2,500 characters pasted into the 2,000-character batch box: the box takes the paste, keeps
+    the first 2,000 (the URL holds only those) and says so; the model's own limits are reported as
+    for typed text (the browser used to refuse such a paste and keep the old text)."""
+    p = page(f"/tokens?lang={lang}")
+    expect(p.locator("td.pad").first).to_be_visible()
+    box = p.get_by_role("textbox", name=translate("tokens.batch.input", lang, lines=8, chars=48))
+    pasted = ("the cat sat on the mat\n" * 120)[:2500]
+    box.click()
+    box.press("Control+A")
+    p.keyboard.insert_text(pasted)  # as a paste: one input event with all of it
+    box.press("Control+Enter")
+    wait_for_url(p, wait_for_app, "batch=the")
+    expect(box).to_have_value(pasted[:2000])
+    expect(p.get_by_text(translate("common.link_and_paste.paste_cut", lang, count="2,500", limit="2,000"))
+           ).to_be_visible()
+    lines = len([line for line in pasted[:2000].splitlines() if line.strip()])
+    expect(p.get_by_text(translate("common.input.too_many_lines", lang, limit=8, count=lines))).to_be_visible()
+    assert parse_qs(urlparse(p.url).query)["batch"][0] == pasted[:2000]  # bounded: the cut text, not the paste
+    screenshot(p, f"tokens_long_paste_{lang}")
 
 
 def test_tokens_page_on_a_phone(page, screenshot):

@@ -14,7 +14,7 @@ import pytest
 from tests.e2e import conftest as _conftest  # the server starter and timeouts of the browser tests
 from playwright.sync_api import expect
 
-from ui.i18n import translate
+from ui.i18n import LANGS, translate
 
 pytestmark = pytest.mark.e2e
 
@@ -101,7 +101,7 @@ def test_live_run_charts_page_switch_and_stop(open_tab, wait_for_app, screenshot
     sidebar = p.locator('[data-testid="stSidebar"]')
     sidebar.get_by_role("link", name=translate("attention.title", "en")).click()
     expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("attention.title", "en"))
-    status = sidebar.get_by_text(re.compile(r"Training copy-tiny-1: step \d+ of 20000"))
+    status = sidebar.get_by_text(re.compile(r"Training copy-tiny-1: step \d+ of 20,000"))
     expect(status).to_be_visible()
     seen = status.inner_text()
     expect(status).not_to_have_text(seen, timeout=30 * MS)  # it refreshes itself on the other page
@@ -115,12 +115,73 @@ def test_live_run_charts_page_switch_and_stop(open_tab, wait_for_app, screenshot
     assert threads_alive(p) == 1
     p.get_by_role("button", name=translate("training.control.stop", "en")).click()
     expect(p.get_by_text(re.compile(r"Stopped at step \d+"))).to_be_visible()
-    stopped = re.compile(r"Training of copy-tiny-1 stopped at step \d+ of 20000, loss \d")
+    stopped = re.compile(r"Training of copy-tiny-1 stopped at step \d+ of 20,000, loss \d")
     expect(sidebar.get_by_text(stopped)).to_be_visible()  # the sidebar says stopped, not finished
     wait_for_app(p)
     p.reload()
     wait_for_app(p)
     wait_for(lambda: threads_alive(p) == 0, 30)
+
+
+SIDEBAR_AND_METRIC = """() => {
+    const status = [...document.querySelectorAll('[data-testid="stSidebar"] [data-testid="stCaptionContainer"]')]
+        .map(e => e.innerText.trim()).find(text => text.includes("copy-tiny-1"));
+    const metric = document.querySelector('[data-testid="stMain"] [data-testid="stMetricValue"]');
+    return [status || "", metric ? metric.innerText.trim() : ""];
+}"""
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_sidebar_counts_with_the_page_while_training(open_tab, wait_for_app, screenshot, lang):
+    """On the training page the sidebar's status moves with the live panel, step for step and
+    written alike (it used to say step 0 for the whole run), and agrees with it once paused."""
+    _, p = open_tab(f"/training?lang={lang}&tr_steps=20000", locale="zh-CN" if lang == "zh" else "en-US")
+    p.get_by_role("button", name=translate("training.control.start", lang)).click()
+    wait_for(lambda: step_now(p) >= 1)
+
+    def agree_at_step_above(lowest: int) -> int:
+        status, metric = p.evaluate(SIDEBAR_AND_METRIC)  # read together: one moment of the page
+        prefix = translate("common.training.running", lang, model="copy-tiny-1", step=metric, total="20,000",
+                           loss="")
+        assert status.startswith(prefix.rstrip()), (status, metric)
+        assert int(metric.replace(",", "")) > lowest
+        return int(metric.replace(",", ""))
+
+    seen = []
+    wait_for(lambda: seen.append(agree_at_step_above(0)) is None, timeout=60)
+    wait_for(lambda: seen.append(agree_at_step_above(seen[-1] + 2)) is None, timeout=60)  # and again, further on
+    screenshot(p, f"training_sidebar_live_{lang}")
+    p.get_by_role("button", name=translate("training.control.pause", lang)).click()
+    expect(p.get_by_text(translate("training.run.paused", lang))).to_be_visible()
+    wait_for_app(p)
+
+    def paused_alike() -> bool:
+        status, metric = p.evaluate(SIDEBAR_AND_METRIC)
+        return status.startswith(translate("common.training.paused", lang, model="copy-tiny-1", step=metric,
+                                           total="20,000", loss="").rstrip())
+
+    wait_for(paused_alike, timeout=20)
+    screenshot(p, f"training_sidebar_paused_{lang}")
+    p.get_by_role("button", name=translate("training.control.stop", lang)).click()
+    wait_for_app(p)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_link_to_a_model_of_another_session_says_so_and_how_to_share(open_tab, screenshot, lang):
+    """?model= naming a model trained in someone else's session: a notice that stays (a toast used
+    to flash by) says such a model lives only in its trainer's session and how to share it."""
+    _, p = open_tab(f"/attention?lang={lang}&model=copy-tiny-1", locale="zh-CN" if lang == "zh" else "en-US")
+    notice = p.locator(".st-key-model_elsewhere")
+    expect(notice).to_be_visible()
+    download, upload = translate("training.download.button", lang), translate("training.upload.heading", lang)
+    expect(notice).to_contain_text("copy-tiny-1")
+    expect(notice).to_contain_text(download)
+    expect(notice).to_contain_text(upload)
+    time.sleep(6)  # longer than a toast stays
+    expect(notice).to_be_visible()
+    screenshot(p, f"model_elsewhere_notice_{lang}")
+    notice.get_by_role("button", name=translate("common.link_and_paste.model_elsewhere_dismiss", lang)).click()
+    expect(notice).to_have_count(0)
 
 
 def test_closing_the_tab_ends_its_run(open_tab, wait_for_app):

@@ -93,6 +93,31 @@ def test_with_positional_encoding_order_matters(ckpt):
     assert result.max_output_diff > 1e-3
 
 
+@pytest.mark.parametrize("sentence", ["aaaa", "ab ab ab", "a", "x x"])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_a_shuffle_that_spells_the_same_sentence_is_the_identity(sentence, seed):
+    shuffled, order = pv.word_shuffle(sentence, seed)
+    assert shuffled == " ".join(sentence.split()) and order == list(range(len(shuffled)))
+
+
+@pytest.mark.parametrize("use_pe", [False, True])
+def test_identical_tokens_give_no_difference_and_say_why(ckpt, use_pe):
+    """'aaaa': every order is this very sentence, so the numbers are 0 and the verdict says so."""
+    result = pv.order_blindness(ckpt, "aaaa", seed=0, use_pe=use_pe)
+    assert result.same_sentence and result.verdict == "same_sentence"
+    assert result.max_attention_diff == 0.0 and result.max_output_diff == 0.0
+    np.testing.assert_array_equal(result.restored, result.original)
+
+
+def test_the_verdict_follows_the_measured_difference(ckpt):
+    off = pv.order_blindness(ckpt, "the cat sat on the mat", seed=0, use_pe=False)
+    on = pv.order_blindness(ckpt, "the cat sat on the mat", seed=0, use_pe=True)
+    assert off.verdict == "blind" and off.max_attention_diff <= pv.ORDER_TOLERANCE
+    assert on.verdict == "sees_order" and on.max_attention_diff > pv.ORDER_TOLERANCE
+    unchanged = pv.OrderBlindness(**{**on.__dict__, "max_attention_diff": 0.0})
+    assert unchanged.verdict == "no_change"  # PE on but nothing measured: the sentence must not claim a change
+
+
 def test_rope_starts_fit_the_matrix():
     assert pv.rope_starts(50) == (0, 12, 24)
     assert pv.rope_starts(2) == (0, 1)

@@ -31,7 +31,8 @@ from ui.i18n import t
 from ui.page_errors import fragment
 from ui.training import charts
 from ui.training import session as ts
-from ui.training.status import STOPPED_REASONS
+from ui.training import status as run_status
+from ui.training.status import STOPPED_REASONS, format_count
 from ui.url_state import BoolParam, ChoiceParam, FloatParam, IntParam, bind, markdown_literal
 
 REFRESH_SECONDS = 1.0
@@ -135,8 +136,13 @@ def _settings_widgets() -> None:
 def _preset_label(task: str, preset: str) -> str:
     params = parameter_count(task if task in TASK_NAMES else "copy", preset)
     p = MODEL_PRESETS[preset]
-    return t("training.settings.preset_option", name=preset, params=f"{params:,}", d_model=p["d_model"],
-             layers=p["n_layers"], heads=p["n_heads"])
+    return t("training.settings.preset_option", name=preset_name(preset), params=f"{params:,}",
+             d_model=p["d_model"], layers=p["n_layers"], heads=p["n_heads"])
+
+
+def preset_name(preset: str) -> str:
+    """A model size's name in the session's language (``tiny`` is 微型 in Chinese)."""
+    return t(f"training.preset_name.{preset}")
 
 
 def read_settings() -> ts.Settings:
@@ -275,12 +281,22 @@ def _live_run() -> None:
 
 
 def _run(session: ts.TrainingSession, snap: RunSnapshot) -> None:
+    _sidebar_status(session, snap)
     _status(session, snap)
     _metrics(snap)
     charts.run_charts(snap, session.previous)
     if ts.debug_enabled():  # for bench/train_ui_overhead.py: the engine's own clock
         st.caption(f"training-run-stats: state={snap.state} step={snap.step} elapsed_s={snap.elapsed_s:.3f}")
     _probe(snap)
+
+
+def _sidebar_status(session: ts.TrainingSession, snap: RunSnapshot) -> None:
+    """The sidebar's run status, from the snapshot this panel shows: on this page the sidebar and the
+    panel read one snapshot, and the live fragment redraws both (a fragment may write to the sidebar)."""
+    if snap.state == "idle":
+        return
+    with st.sidebar:
+        run_status.render(run_status.run_model_name(session), snap)
 
 
 def _duration(seconds: float | None) -> str:
@@ -294,7 +310,7 @@ def _duration(seconds: float | None) -> str:
 
 def _status(session: ts.TrainingSession, snap: RunSnapshot) -> None:
     cfg = snap.config
-    st.markdown(t("training.run.config", task=t(f"training.task_name.{cfg['task']}"), preset=cfg["preset"],
+    st.markdown(t("training.run.config", task=t(f"training.task_name.{cfg['task']}"), preset=preset_name(cfg["preset"]),
                   params=f"{snap.num_params:,}", device=snap.device, batch=cfg["batch_size"], warmup=cfg["warmup"],
                   factor=f"{cfg['factor']:g}", eps=f"{cfg['label_smoothing']:g}", seed=cfg["seed"]))
     if snap.state == "queued":
@@ -320,13 +336,30 @@ def _status(session: ts.TrainingSession, snap: RunSnapshot) -> None:
             st.success(t(f"training.run.finished_{key}", step=snap.step, seconds=int(cfg["max_seconds"])),
                        icon=":material/flag:")
     if not cfg["use_look_ahead_mask"]:
-        st.warning(t("training.cheat.explain"), icon=":material/visibility:")
+        st.warning(cheat_text(snap, session.previous), icon=":material/visibility:")
+
+
+def cheat_text(snap: RunSnapshot, previous: RunSnapshot | None) -> str:
+    """What the cheating experiment shows, led by exact-match accuracy (where the runs differ), not the loss.
+
+    With a run before it that kept the look-ahead mask, and an accuracy measured for both, the
+    sentence starts with the two accuracies; otherwise it says to watch the accuracy.
+    """
+    masked = previous if previous is not None and previous.config["use_look_ahead_mask"] else None
+    if snap.accuracy is None or masked is None or masked.accuracy is None:
+        return t("training.cheat.explain")
+    return t("training.cheat.compare", accuracy=f"{snap.accuracy:.0%}", masked_accuracy=f"{masked.accuracy:.0%}",
+             loss=_loss(snap.loss), masked_loss=_loss(masked.loss))
+
+
+def _loss(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "–"
 
 
 def _metrics(snap: RunSnapshot) -> None:
     cols = st.columns(4)
-    cols[0].metric(t("training.metric.step", total=f"{snap.max_steps:,}"), f"{snap.step:,}")
-    cols[1].metric(t("training.metric.loss"), f"{snap.loss:.3f}" if snap.loss is not None else "–")
+    cols[0].metric(t("training.metric.step", total=format_count(snap.max_steps)), format_count(snap.step))
+    cols[1].metric(t("training.metric.loss"), _loss(snap.loss))
     cols[2].metric(t("training.metric.accuracy"), f"{snap.accuracy:.0%}" if snap.accuracy is not None else "–")
     speed = np.mean(snap.tokens_per_s[-20:]) if snap.tokens_per_s else None
     cols[3].metric(t("training.metric.speed"), f"{speed:,.0f}" if speed is not None else "–")

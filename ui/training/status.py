@@ -11,6 +11,10 @@ run is in:
   fragment triggers one full rerun so every page sees the new state;
 * **paused**, **finished**, **stopped** (by its owner, or before it left the queue) and **failed**
   (with the engine's reason, escaped so it shows literally): drawn once, no refresh.
+
+On the training page the page itself draws this line into the sidebar, from the snapshot its live
+panel shows (:func:`render`), so the two never disagree. Steps are written by :func:`format_count`
+in both places.
 """
 from __future__ import annotations
 
@@ -29,6 +33,17 @@ STOPPED_REASONS = {"stopped": "stopped", "stopped before it started": "stopped_q
 REASON_LIMIT = 160  # characters of a failure's reason shown in the sidebar (the training page shows more)
 
 
+def format_count(n: int) -> str:
+    """A step or step total as both the sidebar and the training page write it: ``2,415``."""
+    return f"{n:,}"
+
+
+def run_model_name(session: training.TrainingSession) -> str:
+    """The name the sidebar gives the session's current run, e.g. ``copy-tiny-1``."""
+    config = session.run.config
+    return training.default_model_name({"task": config.task, "preset": config.preset}, session.run_number)
+
+
 def current_run() -> tuple[str, RunStatus] | None:
     """``(model name, status)`` of this session's run right now, or None when there is none."""
     session = training.peek_session()
@@ -38,8 +53,7 @@ def current_run() -> tuple[str, RunStatus] | None:
     status = run.status()
     if status.state == "idle":
         return None
-    names = {"task": run.config.task, "preset": run.config.preset}
-    return training.default_model_name(names, session.run_number), status
+    return run_model_name(session), status
 
 
 def kind(status: RunStatus) -> str:
@@ -61,12 +75,14 @@ def status_text(model: str, status: RunStatus) -> str:
         return t("common.training.stopped_queued", model=model)
     if said == "failed":
         reason = markdown_literal(status.reason, REASON_LIMIT) or "?"
-        return t("common.training.failed", model=model, step=status.step, reason=reason)
+        return t("common.training.failed", model=model, step=format_count(status.step), reason=reason)
     loss = f"{status.loss:.4f}" if status.loss is not None else "–"
-    return t(f"common.training.{said}", model=model, step=status.step, total=status.max_steps, loss=loss)
+    return t(f"common.training.{said}", model=model, step=format_count(status.step),
+             total=format_count(status.max_steps), loss=loss)
 
 
-def _render(model: str, status: RunStatus) -> None:
+def render(model: str, status: RunStatus) -> None:
+    """Draw the status line (and its progress bar) of ``model``'s run where it is called."""
     text = status_text(model, status)
     if status.state == "failed":
         st.error(text, icon=":material/error:")
@@ -81,19 +97,19 @@ def _live_status() -> None:
     current = current_run()
     if current is None or not current[1].live:
         st.rerun(scope="app")  # it paused, ended or failed: redraw the whole page once, then stay still
-    _render(*current)
+    render(*current)
 
 
-def sidebar_status(*, live: bool = True) -> None:
-    """Render the run's status where it is called (the sidebar does so on every page).
+def sidebar_status() -> None:
+    """Render the run's status where it is called (the sidebar does so on every page but training).
 
-    ``live=False`` draws it once, without the refreshing fragment: the training page passes it,
-    because its own live panel already shows the step and loss every second.
+    The training page draws it itself, into the sidebar, from the very snapshot its live panel shows
+    (:func:`ui.training.panel.run_panel`): one source for both, refreshed together.
     """
     current = current_run()
     if current is None:
         return
-    if current[1].live and live:
+    if current[1].live:
         _live_status()
     else:
-        _render(*current)
+        render(*current)
