@@ -3,13 +3,12 @@ from typing import Sequence
 
 import streamlit as st
 
-from explain.masks import (SELF_ATTENTION_KINDS, HeadMap, PairTokens, flipped, head_map, leak_share, mask_set, masked_attention,
-                           pair_tokens, row_steps, seed_example)
+from explain.masks import (SELF_ATTENTION_KINDS, SHOWN_PADS, HeadMap, PairTokens, flipped, head_map, leak_share, mask_set,
+                           masked_attention, pair_tokens, row_steps, seed_example)
 from explain.text import MAX_LINES, prepare_sentences
 from explain.tokens import batch_of, fallback_tokenizer
-from figures.heatmap import bool_matrix
 from figures.labels import display_token
-from figures.masks import attention_map, row_bars
+from figures.masks import attention_map, mask_matrix, row_bars, title_lines
 from ui.cache import computed
 from ui.i18n import t
 from ui.models import selected_model
@@ -39,28 +38,43 @@ def mask_switches() -> tuple[bool, bool]:
     return use_padding, use_look_ahead
 
 
+def crop_notes(pair: PairTokens, kinds: Sequence[str] = SELF_ATTENTION_KINDS) -> list[str]:
+    """One sentence for each side of ``pair`` whose views leave ``<pad>`` positions out: how many."""
+    return [t(f"masks.crop.{kind}", real=int(pair.real(kind).sum()), shown=pair.pads(kind) - pair.not_drawn(kind),
+              more=pair.not_drawn(kind), total=len(pair.tokens(kind)))
+            for kind in kinds if pair.not_drawn(kind)]
+
+
 def matrices_section(pair: PairTokens, pad_id: int, use_padding: bool, use_look_ahead: bool) -> None:
-    """The padding, look-ahead and combined masks as True/False matrices, side by side."""
-    masks = computed(mask_set, pair.src_ids, pair.tgt_ids, pad_id, use_padding, use_look_ahead)
+    """The padding, look-ahead and combined masks as True/False matrices, side by side, drawn for the
+    sentence's tokens and its first few ``<pad>`` (the masks of those ids are the full masks cropped)."""
+    shown = pair.cropped()
+    masks = computed(mask_set, shown.src_ids, shown.tgt_ids, pad_id, use_padding, use_look_ahead)
     off = t("masks.matrices.off")
     titles = {"padding": t("masks.matrices.padding") + ("" if use_padding else off),
               "look_ahead": t("masks.matrices.look_ahead") + ("" if use_look_ahead else off),
               "combined": t("masks.matrices.combined")}
     for column, name in zip(st.columns(3), MATRICES):
-        tokens = pair.src_tokens if name == "padding" else pair.tgt_tokens
-        column.plotly_chart(bool_matrix(getattr(masks, name), tokens, tokens, title=titles[name],
+        tokens = shown.src_tokens if name == "padding" else shown.tgt_tokens
+        column.plotly_chart(mask_matrix(getattr(masks, name), tokens, title=titles[name],
                                         true_text=t("masks.matrices.true"), false_text=t("masks.matrices.false"),
+                                        true_short=t("masks.matrices.true_short"),
+                                        false_short=t("masks.matrices.false_short"),
                                         x_title=t("masks.key"), y_title=t("masks.query"),
                                         hover=t("masks.matrices.hover")),
                             key=f"masks.matrix.{name}")
 
 
 def printout_section(pair: PairTokens, pad_id: int, use_padding: bool, use_look_ahead: bool) -> None:
-    """The three masks as PyTorch prints the tensors the model builds."""
-    masks = computed(mask_set, pair.src_ids, pair.tgt_ids, pad_id, use_padding, use_look_ahead)
+    """The three masks as PyTorch prints the tensors the model builds, for the sentence cropped as the
+    pictures draw it (its tokens and its first few ``<pad>``), then what the crop left out."""
+    shown = pair.cropped()
+    masks = computed(mask_set, shown.src_ids, shown.tgt_ids, pad_id, use_padding, use_look_ahead)
     for name in MATRICES:
         st.markdown(f"**{t(f'masks.printout.{name}')}**")
         st.code(masks.printouts[name], language="python")
+    if notes := crop_notes(pair):
+        st.caption("  \n".join(notes))
 
 
 def effect_notes(kind: str, switch_on: bool, maps: list[HeadMap], real: Sequence[bool]) -> list[str]:
@@ -83,27 +97,37 @@ def effect_section(ckpt, pair: PairTokens, layer: int, head: int, use_padding: b
         runs = ((use_padding, use_look_ahead), flipped(kind, use_padding, use_look_ahead))
         maps = [head_map(computed(masked_attention, pair.src_ids, pair.tgt_ids, *run, model=ckpt),
                          kind, layer, head) for run in runs]
+        drawn = pair.drawn(kind)
         title = t(f"masks.effect.{kind}_title", state=on_off[switch_on])
         flipped_title = t(f"masks.effect.{kind}_title", state=on_off[not switch_on])
         titles = (title, t("masks.effect.flipped", title=flipped_title))
+        room = title_lines(titles)
         for n, (column, m, map_title) in enumerate(zip(st.columns(2), maps, titles)):
-            column.plotly_chart(attention_map(m.weights, m.mask, m.leaks, pair.tokens(kind), title=map_title,
-                                              x_title=t("masks.key"), y_title=t("masks.query")),
+            view = m.cropped(drawn)
+            column.plotly_chart(attention_map(view.weights, view.mask, view.leaks, pair.tokens(kind)[:drawn],
+                                              title=map_title, x_title=t("masks.key"), y_title=t("masks.query"),
+                                              title_room=room),
                                 key=f"masks.effect.{kind}.{n}")
         notes += effect_notes(kind, switch_on, maps, pair.real(kind))
+    if crops := crop_notes(pair):
+        notes += [*crops, t("masks.effect.crop_numbers")]
     st.caption("  \n".join(notes))
 
 
 def row_section(ckpt, pair: PairTokens, kind: str, layer: int, head: int, query: int, use_padding: bool,
                 use_look_ahead: bool) -> None:
-    """One query row from scores to weights, as three bar charts side by side."""
+    """One query row from scores to weights, as three bar charts side by side (the keys a view draws;
+    the softmax ran over the whole padded row)."""
     attention = computed(masked_attention, pair.src_ids, pair.tgt_ids, use_padding, use_look_ahead, model=ckpt)
-    steps = row_steps(attention, kind, layer, head, query)
-    figures = row_bars(steps.raw, steps.weights, steps.allowed, pair.tokens(kind),
+    drawn = pair.drawn(kind)
+    steps = row_steps(attention, kind, layer, head, query).cropped(drawn)
+    figures = row_bars(steps.raw, steps.weights, steps.allowed, pair.tokens(kind)[:drawn],
                        titles=tuple(t(f"masks.row.{name}") for name in ROW_STEPS), x_title=t("masks.key"),
                        minus_inf="−∞")
     for column, name, fig in zip(st.columns(3), ROW_STEPS, figures):
         column.plotly_chart(fig, key=f"masks.row.{name}")
+    if notes := crop_notes(pair, (kind,)):
+        st.caption("  \n".join(notes))
 
 
 @fragment
@@ -139,12 +163,13 @@ def layer_and_head(ckpt) -> tuple[int, int]:
 
 
 def kind_and_query(pair: PairTokens) -> tuple[str, int]:
-    """Which self-attention (``?mask_kind=``) and which of its query positions (``?mask_query=``)."""
+    """Which self-attention (``?mask_kind=``) and which of its query positions (``?mask_query=``): the
+    positions a view draws (see :meth:`PairTokens.drawn`)."""
     c1, c2 = st.columns([2, 5])
     with c1:
         kind = st.radio(t("masks.row.kind"), SELF_ATTENTION_KINDS, key=bind(KIND, key="masks.kind"),
                         format_func=lambda k: t(f"masks.row.kind_{k}"), horizontal=True)
-    tokens = pair.tokens(kind)
+    tokens = pair.tokens(kind)[:pair.drawn(kind)]
     query_param = IntParam("mask_query", default=0, lo=0, hi=len(tokens) - 1)
     clamp_state("masks.query", query_param.hi)
     with c2:
@@ -156,9 +181,10 @@ def kind_and_query(pair: PairTokens) -> tuple[str, int]:
 
 st.title(t("masks.title"))
 st.markdown(t("masks.intro"))
-st.latex(r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V,"
-         r"\qquad M_{ij} = \begin{cases} 0 & \text{mask}_{ij} = \text{True (may attend)} \\"
-         r" -\infty & \text{mask}_{ij} = \text{False} \end{cases}")
+st.latex(r"\begin{gathered}\mathrm{Attention}(Q,K,V) \\ = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V,"
+         r"\end{gathered}")  # two lines: one is wider than a phone
+st.latex(r"M_{ij} = \begin{cases} 0 & \text{mask}_{ij} \text{: " + t("masks.formula_true") + r"} \\"
+         r" -\infty & \text{mask}_{ij} \text{: " + t("masks.formula_false") + r"} \end{cases}")
 with st.container(border=True):
     st.markdown(t("masks.try_this"))
 
@@ -195,11 +221,11 @@ if prepared.sentences:
         st.markdown(t("masks.matrices.intro", s=len(pair.src_ids), pads=pair.src_pads, t=len(pair.tgt_ids),
                       tpads=pair.tgt_pads))
     elif section == "printout":
-        st.markdown(t("masks.printout.intro"))
+        st.markdown(t("masks.printout.intro", shown=SHOWN_PADS))
     if not needs_model or ckpt is not None:
         mask_view(section, ckpt, tokenizer.pad_id, pair, layer, head, kind, query)
     if section == "matrices":
-        st.caption(t("masks.matrices.caption"))
+        st.caption("  \n".join([t("masks.matrices.caption"), *crop_notes(pair)]))
         if pair.src_pads == 0:
             st.info(t("masks.matrices.no_padding"), icon=":material/info:")
     elif section == "printout":
@@ -207,8 +233,8 @@ if prepared.sentences:
         st.markdown(t("masks.printout.seed"))
         st.code("decoder_mask(torch.tensor([[1, 2, 3, 0, 0]]))\n" + seed_text, language="python")
     elif section == "row" and ckpt is not None:
-        st.latex(r"w_j = \frac{e^{s_j}}{\sum_k e^{s_k}}, \qquad e^{-\infty} = 0 \;\Rightarrow\; w_j = 0"
-                 r"\text{ for every hidden key } j")
+        st.latex(r"\begin{gathered} w_j = \frac{e^{s_j}}{\sum_k e^{s_k}}, \qquad e^{-\infty} = 0 \\ \Rightarrow\; w_j = 0"
+                 r"\text{ " + t("masks.row.formula_hidden") + r" } j \end{gathered}")
         st.caption(t("masks.row.caption"))
 
     # -------------------------------------------------------------- the training experiment

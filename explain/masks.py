@@ -4,6 +4,11 @@ Masks are bool, **True = may attend** (see :mod:`model.masks`). A switch that is
 model gets no mask at all, which the views show as a matrix of True. ``kind`` is one of
 :data:`SELF_ATTENTION_KINDS`: the encoder's self-attention (the padding mask acts on it) or the decoder's (the
 look-ahead mask, and the padding of the decoder input).
+
+A view draws a sentence as the lesson needs it, not as wide as the batch: its real tokens and at
+most :data:`SHOWN_PADS` of its ``<pad>`` positions (:meth:`PairTokens.cropped`, :meth:`HeadMap.cropped`,
+:meth:`RowSteps.cropped`). The model still runs on the whole padded sentence, so every number
+(a leak's share, a row's weights) is that of the real padded input; only the picture is cropped.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from model.masks import decoder_mask, look_ahead_mask, padding_mask
 
 SEED_EXAMPLE_IDS = (1, 2, 3, 0, 0)  # seed 004's target batch [[1, 2, 3, 0, 0]], 0 = <pad>
 SELF_ATTENTION_KINDS: tuple[str, ...] = ("encoder", "decoder")
+SHOWN_PADS = 3  # <pad> positions a view draws: enough to see what the padding mask hides, not a wall of them
 
 
 @dataclass(frozen=True)
@@ -35,11 +41,29 @@ class PairTokens:
         """The tokens that ``kind``'s self-attention reads: the source or the decoder input."""
         return self.src_tokens if kind == "encoder" else self.tgt_tokens
 
+    def pads(self, kind: str) -> int:
+        """How many ``<pad>`` end ``kind``'s side."""
+        return self.src_pads if kind == "encoder" else self.tgt_pads
+
     def real(self, kind: str) -> np.ndarray:
         """(n,) bool: which of ``kind``'s positions hold a real token (padding comes last)."""
         n = len(self.tokens(kind))
-        pads = self.src_pads if kind == "encoder" else self.tgt_pads
-        return np.arange(n) < n - pads
+        return np.arange(n) < n - self.pads(kind)
+
+    def drawn(self, kind: str) -> int:
+        """How many of ``kind``'s positions a view draws: the real tokens and at most :data:`SHOWN_PADS` ``<pad>``."""
+        pads = self.pads(kind)
+        return len(self.tokens(kind)) - pads + min(pads, SHOWN_PADS)
+
+    def not_drawn(self, kind: str) -> int:
+        """How many of ``kind``'s ``<pad>`` positions a view leaves out."""
+        return len(self.tokens(kind)) - self.drawn(kind)
+
+    def cropped(self) -> PairTokens:
+        """This pair as a view draws it: each side cut after its first :data:`SHOWN_PADS` ``<pad>``."""
+        s, t = self.drawn("encoder"), self.drawn("decoder")
+        return PairTokens(self.src_tokens[:s], self.tgt_tokens[:t], self.src_ids[:s], self.tgt_ids[:t],
+                          min(self.src_pads, SHOWN_PADS), min(self.tgt_pads, SHOWN_PADS))
 
 
 def pair_tokens(batch: SentenceBatch, index: int) -> PairTokens:
@@ -170,6 +194,10 @@ class HeadMap:
         """(T, T) bool: cells the full mask would hide but this pass let through."""
         return self.hideable & self.mask
 
+    def cropped(self, n: int) -> HeadMap:
+        """The first ``n`` queries and keys (see :meth:`PairTokens.drawn`)."""
+        return HeadMap(self.weights[:n, :n], self.mask[:n, :n], self.hideable[:n, :n])
+
 
 def head_map(attention: MaskedAttention, kind: str, layer: int, head: int) -> HeadMap:
     """Head ``head`` of layer ``layer`` of ``kind``'s self-attention in ``attention``."""
@@ -198,6 +226,10 @@ class RowSteps:
     masked: np.ndarray
     weights: np.ndarray
     allowed: np.ndarray
+
+    def cropped(self, n: int) -> RowSteps:
+        """The first ``n`` keys (see :meth:`PairTokens.drawn`); the weights stay those of the whole row."""
+        return RowSteps(self.raw[:n], self.masked[:n], self.weights[:n], self.allowed[:n])
 
 
 def row_steps(attention: MaskedAttention, kind: str, layer: int, head: int, query: int) -> RowSteps:

@@ -15,7 +15,10 @@ from figures.labels import axis_labels, token_label
 from figures.style import FALSE_COLOR, MASKED_EDGE, MASKED_FILL, SEQUENTIAL, TRUE_COLOR, figure
 
 HOVER_TOKENS_MAX_CELLS = 4096  # above this, the hover names positions (the axes name the tokens)
-CELL_TEXT_MAX_SIDE = 12  # values or True/False written in the cells up to this many rows and columns
+CELL_TEXT_MAX_SIDE = 12  # values written in the cells up to this many rows and columns
+CELL_TEXT_SIZE = 12  # px: True/False in a cell, as large as the tick labels
+CELL_WORD_MAX_SIDE = 7  # True/False written whole up to this many a side (a cell of a ~320 px chart holds "False")
+CELL_MARK_MAX_SIDE = 16  # T/F written up to this many a side; beyond, the colour and the hover say it
 
 
 def heatmap(
@@ -127,23 +130,35 @@ def bool_matrix(
     title: str = "",
     true_text: str = "True",
     false_text: str = "False",
+    true_short: str = "T",
+    false_short: str = "F",
     x_title: str = "",
     y_title: str = "",
     hover: str = "%{y} → %{x}: %{text}",
 ) -> go.Figure:
-    """A bool matrix (True = may attend) as two colours; small ones say True/False in every cell.
+    """A bool matrix (True = may attend) as two colours; small ones say it in every cell at a
+    readable :data:`CELL_TEXT_SIZE`: the whole word up to :data:`CELL_WORD_MAX_SIDE` a side, the
+    short mark (``true_short``/``false_short``) up to :data:`CELL_MARK_MAX_SIDE`, beyond that nothing.
 
-    mask: ``(len(y_tokens), len(x_tokens))`` bool. The hover names the tokens and the value.
+    mask: ``(len(y_tokens), len(x_tokens))`` bool. The hover names the tokens and the whole word
+    (``%{text}`` in ``hover``: read from ``customdata`` where the cells show the short mark).
     """
     mask = np.asarray(mask, dtype=bool)
     rows, cols = mask.shape
-    text = np.where(mask, true_text, false_text)
+    words = np.where(mask, true_text, false_text)
     fig = heatmap(
         mask.astype(np.int8), x_tokens=x_tokens, y_tokens=y_tokens, title=title, x_title=x_title, y_title=y_title,
         zmin=0, zmax=1, colorscale=[[0, FALSE_COLOR], [0.5, FALSE_COLOR], [0.5, TRUE_COLOR], [1, TRUE_COLOR]],
         hover=hover, show_scale=False, height=max(200, min(560, 26 * rows + 110)),
     )
-    small = max(rows, cols) <= CELL_TEXT_MAX_SIDE
-    fig.update_traces(text=text, texttemplate="%{text}" if small else None, textfont=dict(size=13),
-                      xgap=1, ygap=1, selector=dict(type="heatmap"))
+    side = max(rows, cols)
+    written = side <= CELL_MARK_MAX_SIDE
+    marks = np.where(mask, true_short, false_short) if side > CELL_WORD_MAX_SIDE else words
+    trace = fig.data[0]
+    if trace.customdata is not None:  # the hover names the tokens: it says the whole word beside them
+        trace.customdata = [[[*cell, word] for cell, word in zip(cells, row)]
+                            for cells, row in zip(trace.customdata, words.tolist())]
+        trace.hovertemplate = trace.hovertemplate.replace("%{text}", "%{customdata[2]}")
+    fig.update_traces(text=marks if written else words, texttemplate="%{text}" if written else None,
+                      textfont=dict(size=CELL_TEXT_SIZE), xgap=1, ygap=1, selector=dict(type="heatmap"))
     return fig

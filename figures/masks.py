@@ -1,17 +1,21 @@
-"""The masks page's pictures: a self-attention map with what its mask hid and let through, and one
-query row from scores to weights as three bar charts. (The mask matrices themselves are
-:func:`figures.heatmap.bool_matrix`.)
+"""The masks page's pictures: the mask matrices, a self-attention map with what its mask hid and let
+through, and one query row from scores to weights as three bar charts.
 
 Tokens are plotted at integer positions (:func:`figures.labels.axis_labels`); the marks on a map's
 cells are an outline of their region (:func:`figures.heatmap.cell_marks`), however many cells they mark.
+Every picture here is about 320 px wide (a third of a wide page, or a phone's width), so titles are
+wrapped at :data:`TITLE_WIDTH` and an axis of many tokens labels every k-th one (:func:`fit_to_narrow`).
 """
 from __future__ import annotations
 
+import re
+import unicodedata
 from typing import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
+import figures.heatmap
 from figures.heatmap import cell_marks, heatmap
 from figures.labels import axis_labels, token_label
 from figures.style import MASKED_COLOR, PALETTE, figure
@@ -19,6 +23,68 @@ from figures.style import MASKED_COLOR, PALETTE, figure
 LEAK_COLOR = PALETTE[3]  # orange: attention the full mask would have hidden
 HIDDEN_BAR_COLOR = "#b8bcc6"  # a score the mask replaces by −∞
 FEW_LABELS = 8  # up to this many hidden keys, each ✕ says "−∞"; beyond, the labels would overlap
+TITLE_WIDTH = 30  # a title line holds this many Latin letters (a CJK character counts two): ~220 px at 14 px
+TITLE_LINE_PX = 18  # the top margin grows by this for each further title line
+RIGHT_MARGIN = 28  # px: room for the last tick label, which plotly slants and would otherwise hide
+MAX_TICK_LABELS = 12  # an axis of more tokens labels every k-th only (the hover names every one): a 200 px axis holds 12
+_BRACKETS = re.compile(r"([(（][^)）]*[)）]?\s*)")  # a bracketed group: kept on one line
+_BREAK = re.compile(r"(?<=\s)|(?<=[，：、；])")  # where a title may break: after a space or CJK punctuation
+
+
+def _width(text: str) -> int:
+    """Display width of ``text``: wide (CJK) characters count two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def wrap_title(title: str, width: int = TITLE_WIDTH) -> list[str]:
+    """``title`` as lines of at most ``width`` (a word or bracketed group longer than that stays
+    whole), broken after a space or CJK punctuation, or before a bracketed group."""
+    pieces = [piece for n, part in enumerate(_BRACKETS.split(title))
+              for piece in ([part] if n % 2 else _BREAK.split(part))]
+    lines: list[str] = []
+    for piece in pieces:
+        if lines and _width(lines[-1] + piece.rstrip()) <= width:
+            lines[-1] += piece
+        elif piece.strip():
+            lines.append(piece.lstrip())
+        elif lines:
+            lines[-1] += piece
+    return [line.rstrip() for line in lines] or [title]
+
+
+def _tick_step(n: int) -> int:
+    """Label every this many positions of an axis of ``n`` tokens."""
+    return -(-n // MAX_TICK_LABELS)
+
+
+def fit_to_narrow(fig: go.Figure, n_x: int, n_y: int | None = None, title_room: int = 1) -> go.Figure:
+    """``fig`` made to fit a narrow chart: its title wrapped and pinned to the top, with room for at
+    least ``title_room`` lines (so that charts side by side start their plots at the same height); a
+    right margin for the last slanted tick label; each token axis of more than :data:`MAX_TICK_LABELS`
+    positions labelling every k-th one."""
+    margin = fig.layout.margin
+    if fig.layout.title.text:
+        lines = wrap_title(fig.layout.title.text)
+        fig.update_layout(title=dict(text="<br>".join(lines), y=1, yref="container", yanchor="top", pad_t=12),
+                          margin_t=margin.t + TITLE_LINE_PX * (max(len(lines), title_room) - 1))
+    fig.update_layout(margin_r=max(margin.r or 0, RIGHT_MARGIN))
+    for axis, n in ((fig.layout.xaxis, n_x), (fig.layout.yaxis, n_y)):
+        if n is not None and n > MAX_TICK_LABELS and axis.tickvals is not None:
+            step = _tick_step(n)
+            axis.update(tickvals=axis.tickvals[::step], ticktext=axis.ticktext[::step])
+    return fig
+
+
+def title_lines(titles: Sequence[str]) -> int:
+    """How many lines the longest of ``titles`` wraps to: the room to give each of them."""
+    return max(len(wrap_title(title)) for title in titles)
+
+
+def mask_matrix(mask: np.ndarray, tokens: Sequence[str], *, title: str, **labels) -> go.Figure:
+    """One (n, n) mask of ``tokens`` as a True/False matrix (:func:`figures.heatmap.bool_matrix`, ``labels``
+    its texts) that fits a narrow chart."""
+    matrix = figures.heatmap.bool_matrix(mask, tokens, tokens, title=title, **labels)  # looked up at call time
+    return fit_to_narrow(matrix, len(tokens), len(tokens))
 
 
 def map_height(n_tokens: int) -> int:
@@ -27,23 +93,24 @@ def map_height(n_tokens: int) -> int:
 
 
 def attention_map(weights: np.ndarray, mask: np.ndarray, leaks: np.ndarray, tokens: Sequence[str], *,
-                  title: str, x_title: str, y_title: str) -> go.Figure:
+                  title: str, x_title: str, y_title: str, title_room: int = 1) -> go.Figure:
     """One self-attention map (weights (T, T), rows = queries): the cells the used ``mask`` hid
     greyed out (they are exactly 0), an orange outline around the ``leaks`` (cells the full mask
-    would hide but this pass let through; their colour stays visible). mask, leaks: (T, T) bool."""
+    would hide but this pass let through; their colour stays visible). mask, leaks: (T, T) bool.
+    ``title_room``: title lines to make room for (see :func:`title_lines`)."""
     fig = heatmap(weights, x_tokens=tokens, y_tokens=tokens, title=title, x_title=x_title, y_title=y_title,
                   masked=~np.asarray(mask, bool), height=map_height(len(tokens)))
     if leaks.any():
         fig.add_traces(cell_marks(np.asarray(leaks, bool), LEAK_COLOR))
-    return fig
+    return fit_to_narrow(fig, len(tokens), len(tokens), title_room)
 
 
-def _bars(values: np.ndarray, colors, tokens: Sequence[str], title: str, x_title: str) -> go.Figure:
+def _bars(values: np.ndarray, colors, tokens: Sequence[str], title: str, x_title: str, title_room: int) -> go.Figure:
     hover = [f"{token_label(tok)}: %{{y:.3f}}<extra></extra>" for tok in tokens]
     fig = figure(go.Bar(x=np.arange(len(tokens)), y=values, marker_color=colors, hovertemplate=hover),
                  title=title, height=300, showlegend=False, bargap=0.2)
     fig.update_xaxes(title=x_title, **axis_labels(tokens))
-    return fig
+    return fit_to_narrow(fig, len(tokens), title_room=title_room)
 
 
 def _hidden_markers(cols: np.ndarray, minus_inf: str | None) -> go.Scatter:
@@ -62,9 +129,10 @@ def row_bars(raw: np.ndarray, weights: np.ndarray, allowed: np.ndarray, tokens: 
     allowed = np.asarray(allowed, bool)
     colors = np.where(allowed, PALETTE[0], HIDDEN_BAR_COLOR).tolist()
     title_raw, title_masked, title_weights = titles
-    raw_fig = _bars(raw, colors, tokens, title_raw, x_title)
-    masked_fig = _bars(np.where(allowed, raw, np.nan), PALETTE[0], tokens, title_masked, x_title)
-    weights_fig = _bars(weights, PALETTE[2], tokens, title_weights, x_title)
+    room = title_lines(titles)
+    raw_fig = _bars(raw, colors, tokens, title_raw, x_title, room)
+    masked_fig = _bars(np.where(allowed, raw, np.nan), PALETTE[0], tokens, title_masked, x_title, room)
+    weights_fig = _bars(weights, PALETTE[2], tokens, title_weights, x_title, room)
     hidden = np.flatnonzero(~allowed)
     if len(hidden):
         masked_fig.add_trace(_hidden_markers(hidden, minus_inf if len(hidden) <= FEW_LABELS else None))

@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from explain import masks as em
+from explain.tokens import batch_of
+from model.checkpoint import load_checkpoint
 from tests.app import apptest_helpers as helpers
 from tests.app.apptest_helpers import BAD_INPUTS, clean, open_script, random_model_fixtures, values
 from ui import models
@@ -61,8 +64,12 @@ def ticks(figure: dict) -> list[str]:
     return figure["layout"]["xaxis"]["ticktext"]
 
 
+PAD = "&lt;pad&gt;"
+
+
 def pad_columns(figure: dict) -> list[int]:
-    return [i for i, tok in enumerate(ticks(figure)) if tok == "&lt;pad&gt;"]
+    """The key positions holding <pad>, as the hover names them (a long axis labels every other tick only)."""
+    return [j for j, (_, key) in enumerate(figure["data"][0]["customdata"][0]) if key == PAD]
 
 
 def captions(at: AppTest) -> list[str]:
@@ -90,27 +97,55 @@ def test_default_view_in_both_languages(app, lang):
     assert at.selectbox(key="batch.sentence").value == 0
 
 
-def test_masks_are_shown_as_true_false_matrices(app):
-    at = open_masks(app, sent="2")  # "hi!": 3 tokens padded to 25
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_formulas_speak_the_language_of_the_page(app, lang):
+    """The words inside the formulas come from the catalog: no English left in the 中文 page's formulas."""
+    at = open_masks(app, lang=lang, mask_view="row")
+    formulas = " ".join(lat.value for lat in at.latex)
+    assert r"\text{: " + translate("masks.formula_true", lang) + "}" in formulas
+    assert translate("masks.row.formula_hidden", lang) in formulas
+    if lang == "zh":
+        assert "may attend" not in formulas and "hidden key" not in formulas
+
+
+def test_masks_are_drawn_for_the_sentence_and_three_pads(app):
+    """A short sentence of a long batch: its tokens and 3 of its 22 <pad>, not a 25×25 wall of <pad>;
+    the text still counts the whole padded input, and a caption says how many <pad> are left out."""
+    at = open_masks(app, sent="2")  # "hi!": 3 tokens padded to 25 (decoder input: <bos> hi! padded to 26)
     padding, ahead, combined = (chart(at, f"matrix_{k}") for k in ("padding", "look_ahead", "combined"))
     pad = z_of(padding)
-    assert pad.shape == (25, 25) and (pad[:, :3] == 1).all() and (pad[:, 3:] == 0).all()
-    assert (z_of(ahead) == np.tril(np.ones((26, 26)))).all()
-    expected = np.tril(np.ones((26, 26)))
+    assert pad.shape == (6, 6) and (pad[:, :3] == 1).all() and (pad[:, 3:] == 0).all()
+    assert ticks(padding) == ["h", "i", "!", PAD, PAD, PAD]
+    assert (z_of(ahead) == np.tril(np.ones((7, 7)))).all()
+    expected = np.tril(np.ones((7, 7)))
     expected[:, 4:] = 0
     assert (z_of(combined) == expected).all()
-    trace = padding["data"][0]
-    assert trace["text"][0][0] == "True" and trace["text"][0][5] == "False"  # what the hover says
-    assert trace.get("texttemplate") is None  # 25 a side: no words painted in 625 cells
-    assert trace["customdata"][0][5] == ["h", "&lt;pad&gt;"] and "%{text}" in trace["hovertemplate"]
-    assert ticks(padding)[:4] == ["h", "i", "!", "&lt;pad&gt;"]
+    assert text("matrices.intro", s=25, pads=22, t=26, tpads=22) in [m.value for m in at.markdown]
+    notes = " ".join(captions(at))
+    assert text("crop.encoder", real=3, shown=3, more=19, total=25) in notes
+    assert text("crop.decoder", real=4, shown=3, more=19, total=26) in notes
+
+
+def test_matrix_cells_say_true_or_false_and_the_hover_names_tokens_and_value(app):
+    at = open_masks(app, sent="2")
+    trace = chart(at, "matrix_padding")["data"][0]
+    assert trace["texttemplate"] == "%{text}" and trace["textfont"]["size"] >= 12  # 6 a side: whole words
+    assert trace["text"][0][0] == "True" and trace["text"][0][5] == "False"
+    assert trace["customdata"][0][5] == ["h", PAD, "False"] and "%{customdata[2]}" in trace["hovertemplate"]
+    longer = chart(open_masks(app, sent="0"), "matrix_padding")["data"][0]  # "hello world": 11 + 3 <pad> a side
+    assert longer["texttemplate"] == "%{text}" and longer["text"][0][13] == "F"  # too narrow for the word
+    assert longer["customdata"][0][13][2] == "False"  # ... which the hover still says
 
 
 def test_printouts_and_the_corrected_seed_example(app):
     at = open_masks(app, sent="2", mask_view="printout")
     codes = [c.value for c in at.code]
-    assert codes[0].startswith("tensor([[[[ True,  True,  True, False,")
-    assert codes[1].startswith("tensor([[ True, False,")
+    # "hi!" at its own length as the pictures draw it: 3 tokens and 3 <pad>, not a wall of 25 × 26
+    assert codes[0] == "tensor([[[[ True,  True,  True, False, False, False]]]])"
+    assert codes[1].startswith("tensor([[ True, False,") and len(codes[1].splitlines()) == 7
+    assert len(codes[2].splitlines()) == 7
+    notes = " ".join(captions(at))
+    assert text("crop.encoder", real=3, shown=3, more=19, total=25) in notes
     seed = codes[3]
     assert "[ True,  True,  True, False, False]]]])" in seed
     assert seed.count("[ True,  True,  True, False, False]") == 3  # rows 2-4; the notes had rows 3-4 wrong
@@ -120,11 +155,11 @@ def test_printouts_and_the_corrected_seed_example(app):
 
 
 def test_padding_mask_on_zeroes_pad_columns_and_off_leaks(app):
-    at = open_masks(app, sent="0")  # "hello world": 11 tokens padded to 25
+    at = open_masks(app, sent="0")  # "hello world": 11 tokens padded to 25; 3 <pad> drawn
     current = chart(at, "attention_encoder_0")
     assert current["layout"]["title"]["text"] == text("effect.encoder_title", state=text("effect.on"))
     pads = pad_columns(current)
-    assert pads == list(range(11, 25))
+    assert pads == [11, 12, 13] and z_of(current).shape == (14, 14)
     assert (z_of(current)[:, pads] == 0).all()
     flipped = chart(at, "attention_encoder_1")
     assert (z_of(flipped)[:11, pads] > 0).all()
@@ -140,23 +175,39 @@ def test_padding_mask_on_zeroes_pad_columns_and_off_leaks(app):
     assert (z_of(chart(at, "matrix_padding")) == 1).all()
 
 
+def test_the_leak_share_is_that_of_the_whole_padded_input(app, checkpoint_dir):
+    """Only the picture is cropped: the share of attention that leaks to <pad> counts all 22 of them."""
+    at = open_masks(app, sent="2", mask_pad="false", mask_view="effect")
+    ckpt = load_checkpoint(checkpoint_dir / "copy.pt")
+    pair = em.pair_tokens(batch_of(tuple(BATCH.splitlines()), ckpt.tokenizer.alphabet, "copy"), 2)
+    full = em.head_map(em.masked_attention(ckpt, pair.src_ids, pair.tgt_ids, False, True), "encoder", 0, 0)
+    share = em.leak_share(full.weights, full.hideable, pair.real("encoder"))
+    drawn = full.cropped(pair.drawn("encoder"))
+    cropped_share = em.leak_share(drawn.weights, drawn.hideable, pair.real("encoder")[:6])
+    assert f"{share:.1%}" != f"{cropped_share:.1%}"  # the test tells the two apart
+    notes = " ".join(captions(at))
+    assert text("effect.encoder_off_caption", share=f"{share:.1%}") in notes
+    assert text("effect.crop_numbers") in notes
+    assert (z_of(chart(at, "attention_encoder_0")) == drawn.weights.astype(np.float32)).all()
+
+
 def test_marked_cells_are_one_trace_each_and_no_picture_has_shapes(app):
     """What the browser paints: the hidden cells are one outline and one flat grey layer, the leaks one
     outline (never a shape or a marker per cell), and no picture carries shapes or annotations."""
-    at = open_masks(app, sent="2", mask_pad="false")  # "hi!": 3 real tokens, 22 <pad>
+    at = open_masks(app, sent="2", mask_pad="false")  # "hi!": 3 real tokens, 22 <pad>, 3 of them drawn
     for key in CHARTS:
         figure = chart(at, key)
         assert not figure["layout"].get("shapes") and not figure["layout"].get("annotations"), key
         assert len(figure["data"]) <= 4, key  # values, hidden outline + grey layer, leak outline
     leaked = chart(at, "attention_encoder_0")["data"]
     assert [trace["type"] for trace in leaked] == ["heatmap", "scatter"]
-    assert leaked[1]["mode"] == "lines" and len(leaked[1]["meta"]) == 25 * 22  # one outline for every leak
+    assert leaked[1]["mode"] == "lines" and len(leaked[1]["meta"]) == 6 * 3  # one outline for every leak drawn
     assert len(leaked[1]["x"]) == 4 * 3  # ... drawn as the block's four sides, not a frame per cell
 
 
 def test_look_ahead_mask_on_hides_the_future_and_off_sees_it(app):
-    at = open_masks(app, sent="0")
-    upper = np.triu(np.ones((26, 26), bool), k=1)
+    at = open_masks(app, sent="0")  # decoder input: <bos> + 11 tokens, and 3 of its 14 <pad> drawn
+    upper = np.triu(np.ones((15, 15), bool), k=1)
     assert (z_of(chart(at, "attention_decoder_0"))[upper] == 0).all()
     assert (z_of(chart(at, "attention_decoder_1"))[:12, :12][upper[:12, :12]] > 0).all()
     switch(at, "look_ahead", False)
@@ -203,14 +254,15 @@ def test_out_of_range_layer_in_the_url_is_refused(app):
 @pytest.mark.parametrize("kind", ["encoder", "decoder"])
 def test_row_steps_at_both_query_extremes(app, kind):
     at = open_masks(app, sent="2", mask_kind=kind, mask_view="row")
-    last = 24 if kind == "encoder" else 25
+    last = 5 if kind == "encoder" else 6  # "hi!" as drawn: 3 (or <bos> + 3) tokens and 3 <pad>
+    assert at.select_slider(key="masks.query").options[-1].startswith(f"{last}: ")
     for query in (0, last):
         clean(at.select_slider(key="masks.query").set_value(query).run())
         raw, masked, weights = (chart(at, f"row_{k}") for k in ("raw", "masked", "weights"))
         w = values(weights["data"][0]["y"])
         hidden = values(masked["data"][1]["x"]).astype(int)  # the ✕ markers
-        assert len(hidden) and (w[hidden] == 0).all()
-        assert w.sum() == pytest.approx(1.0)
+        assert len(w) == last + 1 and len(hidden) and (w[hidden] == 0).all()
+        assert w.sum() == pytest.approx(1.0)  # the hidden <pad> not drawn take nothing either
         assert np.isnan(values(masked["data"][0]["y"])[hidden]).all()  # −∞: no bar at all
         assert np.isfinite(values(raw["data"][0]["y"])).all()
 
@@ -225,7 +277,8 @@ def test_switching_to_a_shorter_sentence_keeps_the_query_in_range(app):
     at = open_masks(app, mask_kind="encoder", sent="1", mask_view="row")
     clean(at.select_slider(key="masks.query").set_value(24).run())
     clean(at.selectbox(key="batch.sentence").set_value(2).run())
-    assert at.select_slider(key="masks.query").value == 24  # the batch is padded to the longest
+    assert at.select_slider(key="masks.query").value == 5  # "hi!" is drawn with 3 <pad>: positions 0..5
+    assert at.query_params["mask_query"] in ("5", ["5"])
     clean(at.text_area(key="batch.text").input("ab\nabcd").run())
     assert at.select_slider(key="masks.query").value == 3
     assert at.selectbox(key="batch.sentence").value == 1
@@ -295,6 +348,6 @@ def test_small_masks_spell_out_true_and_false(app):
     trace = chart(at, "matrix_padding")["data"][0]
     assert trace["text"][0] == ["True", "True", "False"]
     assert trace["texttemplate"] == "%{text}"  # 3 a side: the words are written in the cells
-    assert trace["customdata"][0][2] == ["a", "&lt;pad&gt;"]  # the hover names the tokens
+    assert trace["customdata"][0][2] == ["a", PAD, "False"]  # the hover names the tokens and the value
     zh = open_masks(app, lang="zh", batch="abc\nab", sent="1")
     assert chart(zh, "matrix_padding")["data"][0]["text"][0][2] == translate("masks.matrices.false", "zh")

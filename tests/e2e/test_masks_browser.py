@@ -93,7 +93,7 @@ def test_masks_page(page, wait_for_app, screenshot, lang):
         wait_for_url(p, wait_for_app, "mask_kind=encoder")
         p.get_by_role("slider").last.focus()
         p.keyboard.press("End")
-        wait_for_url(p, wait_for_app, "mask_query=24")
+        wait_for_url(p, wait_for_app, "mask_query=5")  # "hi!" is drawn with 3 of its 22 <pad>: positions 0..5
         wait_for_charts(p, 3)
         screenshot(p, f"masks_row_{lang}")
     show(p, wait_for_app, "printout", lang)
@@ -101,19 +101,93 @@ def test_masks_page(page, wait_for_app, screenshot, lang):
     screenshot(p, f"masks_printout_{lang}")
 
 
-def test_masks_page_fits_a_phone(page, wait_for_app, screenshot):
-    """At 390 px the pictures stack and none runs off the screen."""
-    p = page("/masks?lang=en&sent=2")
+# Every problem a narrow chart can have, as a list of sentences (empty: none). A chart's title must stay
+# inside its chart and touch nothing (no tick label, axis title, plot area, or another chart's title);
+# tick labels must not overlap (plotly slants them 30° only where that leaves them apart, so the check
+# reads the upright and the vertical ones, whose boxes are exact); a formula must not be cut off.
+LAYOUT_PROBLEMS = r"""() => {
+  const box = e => e.getBoundingClientRect();
+  const hit = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  const problems = [];
+  const titles = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((chart, n) => {
+    const frame = box(chart);
+    const title = chart.querySelector('.gtitle');
+    const others = [...chart.querySelectorAll('.xtitle, .ytitle, .xtick text, .ytick text, .nsewdrag')];
+    if (title) {
+      const t = box(title);
+      titles.push([n, t]);
+      if (t.left < frame.left - 1 || t.right > frame.right + 1) problems.push(`chart ${n}: its title runs out of it`);
+      others.forEach(o => { if (hit(t, box(o))) problems.push(`chart ${n}: its title touches ${o.getAttribute('class') || o.textContent}`); });
+    }
+    for (const axis of ['xtick', 'ytick']) {
+      const labels = [...chart.querySelectorAll(`.${axis} text`)]
+        .filter(e => !/rotate\((?!-?90)/.test(e.getAttribute('transform') || '')).map(box);
+      for (let i = 1; i < labels.length; i++)
+        if (hit(labels[i - 1], labels[i])) { problems.push(`chart ${n}: ${axis} labels overlap`); break; }
+    }
+  });
+  for (let i = 0; i < titles.length; i++) for (let j = i + 1; j < titles.length; j++)
+    if (hit(titles[i][1], titles[j][1])) problems.push(`charts ${titles[i][0]} and ${titles[j][0]}: titles overlap`);
+  document.querySelectorAll('.katex-display').forEach(f => {
+    if (f.scrollWidth > f.clientWidth + 4) problems.push(`a formula is cut off: ${f.scrollWidth} > ${f.clientWidth} px`);
+  });
+  if (document.documentElement.scrollWidth > window.innerWidth) problems.push('the page scrolls sideways');
+  return problems;
+}"""
+
+
+def settle_charts(p, count: int, width: int) -> None:
+    """Wait until ``count`` charts are drawn and none is wider than ``width`` (plotly resizes after a viewport change)."""
+    p.wait_for_function(f"""() => {{ const c = [...document.querySelectorAll('{PLOT}')];
+        return c.length >= {count} && c.every(e => e.getBoundingClientRect().width <= {width}
+                                                  && e.querySelector('.gtitle, .xtick')); }}""")
+    p.wait_for_timeout(300)  # plotly's own relayout after the resize
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_masks_page_fits_a_phone(page, wait_for_app, screenshot, lang):
+    """At 390 × 844 the charts stack, and in every section no title touches anything, no tick labels
+    overlap, no formula is cut off and the page does not scroll sideways."""
+    p = page(f"/masks?lang={lang}&sent=0&mask_pad=false")  # "hello world": 11 tokens and 3 drawn <pad>
     p.set_viewport_size(PHONE)
-    wait_for_charts(p, 3)
-    flip_mask(p, translate("masks.padding_switch", "en"))
-    wait_for_url(p, wait_for_app, "mask_pad=false")
-    charts = p.locator(PLOT)
-    expect(charts).to_have_count(3)
-    for n in range(3):
-        box = charts.nth(n).bounding_box()
-        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 1, box
-    screenshot(p, "masks_phone_en")
+    sections = {"matrices": 3, "printout": 0}
+    if has_model(p, lang):
+        sections.update(effect=4, row=3)
+    for section, charts in sections.items():
+        if section != "matrices":
+            show(p, wait_for_app, section, lang)
+        settle_charts(p, charts, PHONE["width"])
+        assert p.evaluate(LAYOUT_PROBLEMS) == [], (section, lang)
+        for n in range(charts):
+            box = p.locator(PLOT).nth(n).bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 1, box
+        screenshot(p, f"masks_phone_{section}_{lang}")
+
+
+# The glyphs written in a mask's cells: their size, and whether each fits the width of a cell.
+CELL_GLYPHS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(chart => {
+  const plot = chart.querySelector('.nsewdrag').getBoundingClientRect();
+  const columns = chart._fullData[0].z[0].length;
+  const glyphs = [...chart.querySelectorAll('.heatmaplayer text')];
+  return {count: glyphs.length, cell: plot.width / columns,
+          widest: Math.max(0, ...glyphs.map(g => g.getBoundingClientRect().width)),
+          smallest: Math.min(99, ...glyphs.map(g => parseFloat(getComputedStyle(g).fontSize)))};
+})"""
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("viewport", [{"width": 1440, "height": 1000}, PHONE], ids=["wide", "phone"])
+def test_true_and_false_are_readable_in_the_cells(page, screenshot, lang, viewport):
+    """A short sentence's masks say True/False (or T/F) in every cell, at 12 px, each within its cell."""
+    for sent, name in (("2", "short"), ("0", "longer")):  # "hi!": 6 and 7 a side; "hello world": 14 and 15
+        p = page(f"/masks?lang={lang}&sent={sent}")
+        p.set_viewport_size(viewport)
+        settle_charts(p, 3, viewport["width"])
+        for chart in p.evaluate(CELL_GLYPHS):
+            assert chart["count"] == round(chart["count"] ** 0.5) ** 2 > 0, chart  # a glyph in every cell
+            assert chart["smallest"] >= 12 and chart["widest"] <= chart["cell"], chart
+        screenshot(p, f"masks_cells_{name}_{viewport['width']}_{lang}")
 
 
 def test_switching_the_language_twice_keeps_the_chosen_sentence_and_layer(page, wait_for_app):

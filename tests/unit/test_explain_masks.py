@@ -57,6 +57,48 @@ def test_pair_tokens_take_one_sentence_of_the_padded_batch():
     np.testing.assert_array_equal(pair.real("decoder"), [True, True, True, False, False, False])
 
 
+def test_a_view_draws_the_real_tokens_and_at_most_three_pads():
+    batch = sentence_batch(["the quick brown fox", "hi", "abcd"], CharTokenizer(DEFAULT_ALPHABET), "copy")
+    short = em.pair_tokens(batch, 1)  # 2 tokens padded to 19
+    assert (short.drawn("encoder"), short.not_drawn("encoder")) == (2 + em.SHOWN_PADS, 17 - em.SHOWN_PADS)
+    view = short.cropped()
+    assert view.src_tokens == ("h", "i", "<pad>", "<pad>", "<pad>") and view.src_pads == 3
+    assert view.tgt_tokens == ("<bos>", "h", "i", "<pad>", "<pad>", "<pad>") and view.tgt_pads == 3
+    longest = em.pair_tokens(batch, 0)
+    assert longest.cropped() == longest and longest.not_drawn("encoder") == 0
+    two_pads = em.pair_tokens(sentence_batch(["abcd", "ab"], CharTokenizer(DEFAULT_ALPHABET), "copy"), 1)
+    assert two_pads.cropped() == two_pads  # fewer <pad> than a view may draw: nothing left out
+
+
+@pytest.mark.parametrize(("padding", "look_ahead"), [(True, True), (True, False), (False, True), (False, False)])
+def test_the_masks_of_the_cropped_ids_are_the_full_masks_cropped(padding, look_ahead):
+    """What lets the matrices and the printout be built from the drawn positions alone."""
+    pair = em.pair_tokens(sentence_batch(["hello world", "hi"], CharTokenizer(DEFAULT_ALPHABET), "copy"), 1)
+    view = pair.cropped()
+    full = em.mask_set(pair.src_ids, pair.tgt_ids, 0, padding, look_ahead)
+    drawn = em.mask_set(view.src_ids, view.tgt_ids, 0, padding, look_ahead)
+    s, t = len(view.src_ids), len(view.tgt_ids)
+    np.testing.assert_array_equal(drawn.padding, full.padding[:s, :s])
+    np.testing.assert_array_equal(drawn.look_ahead, full.look_ahead[:t, :t])
+    np.testing.assert_array_equal(drawn.combined, full.combined[:t, :t])
+
+
+def test_a_cropped_head_map_and_row_keep_the_numbers_of_the_whole_pass(ckpt):
+    src, tgt = padded(ckpt, "hi", 12), padded(ckpt, "hi", 13, bos=True)
+    attention = em.masked_attention(ckpt, src, tgt, False, True)
+    full = em.head_map(attention, "encoder", 0, 0)
+    view = full.cropped(5)
+    np.testing.assert_array_equal(view.weights, full.weights[:5, :5])
+    np.testing.assert_array_equal(view.leaks, full.leaks[:5, :5])
+    # padding off: the real queries' rows still sum to 1 over all 12 keys, so less over the 5 drawn
+    assert (view.weights[:2].sum(axis=1) < 1 - 1e-3).all() and full.weights[:2].sum(axis=1) == pytest.approx([1, 1])
+    row = em.row_steps(attention, "encoder", 0, 0, 0)
+    cut = row.cropped(5)
+    np.testing.assert_array_equal(cut.weights, row.weights[:5])
+    np.testing.assert_array_equal(cut.allowed, row.allowed[:5])
+    assert len(cut.raw) == len(cut.masked) == 5
+
+
 def test_flipped_flips_the_switch_of_its_own_kind():
     assert em.flipped("encoder", True, True) == (False, True)
     assert em.flipped("decoder", True, True) == (True, False)

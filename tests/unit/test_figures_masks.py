@@ -104,3 +104,59 @@ def test_outline_of_the_look_ahead_triangle_is_a_staircase():
     assert len(segments) == 2 + 2 * 3
     inside = {(x, y) for x0, y0, x1, y1 in segments for x, y in ((x0, y0), (x1, y1))}
     assert all(x - y >= 0 for x, y in inside)  # on or above the diagonal: it never cuts into an allowed cell
+
+
+# ------------------------------------------------------------------ narrow charts: glyphs, titles, ticks
+
+
+def mask_of(n: int) -> np.ndarray:
+    return np.tril(np.ones((n, n), bool))
+
+
+def test_a_small_mask_says_true_or_false_in_every_cell_at_a_readable_size():
+    trace = fm.mask_matrix(mask_of(6), ["a"] * 6, title="m", true_text="True", false_text="False").data[0]
+    assert trace.texttemplate == "%{text}" and trace.textfont.size >= 12
+    assert trace.text[0][0] == "True" and trace.text[0][5] == "False"
+    assert trace.customdata[0][5] == ["a", "a", "False"] and "%{customdata[2]}" in trace.hovertemplate
+
+
+def test_a_mid_sized_mask_writes_the_short_mark_and_hovers_the_word():
+    trace = fm.mask_matrix(mask_of(14), ["a"] * 14, title="m", true_text="真", false_text="假",
+                           true_short="T", false_short="F").data[0]
+    assert trace.texttemplate == "%{text}" and trace.textfont.size >= 12
+    assert trace.text[0][0] == "T" and trace.text[0][13] == "F"  # a cell too narrow for the word
+    assert trace.customdata[0][13][2] == "假"
+
+
+def test_a_large_mask_writes_nothing_in_its_cells():
+    trace = fm.mask_matrix(mask_of(26), ["a"] * 26, title="m").data[0]
+    assert trace.texttemplate is None and trace.customdata[0][25][2] == "False"
+
+
+def test_titles_wrap_at_spaces_cjk_punctuation_or_before_brackets():
+    assert fm.wrap_title("Decoder, look-ahead mask off (switch flipped)") == ["Decoder, look-ahead mask off",
+                                                                           "(switch flipped)"]
+    assert fm.wrap_title("2. Scores with the mask (−∞ = hidden)") == ["2. Scores with the mask", "(−∞ = hidden)"]
+    assert fm.wrap_title("编码器，填充掩码：开（开关反转）") == ["编码器，填充掩码：开", "（开关反转）"]
+    assert fm.wrap_title("Combined decoder mask") == ["Combined decoder mask"]
+    for title in ("Decoder, look-ahead mask off (switch flipped)", "编码器，填充掩码：开（开关反转）"):
+        assert all(fm._width(line) <= fm.TITLE_WIDTH for line in fm.wrap_title(title))
+
+
+def test_charts_side_by_side_make_the_same_room_for_their_titles():
+    weights = uniform(np.ones((4, 4), bool))
+    short, long = (fm.attention_map(weights, np.ones((4, 4), bool), np.zeros((4, 4), bool), TOKENS, title=title,
+                                    x_title="k", y_title="q", title_room=fm.title_lines(["Short", "A much longer "
+                                                                                         "title (switch flipped)"]))
+                   for title in ("Short", "A much longer title (switch flipped)"))
+    assert long.layout.title.text == "A much longer title<br>(switch flipped)"
+    assert short.layout.margin.t == long.layout.margin.t > 40
+
+
+def test_a_long_token_axis_labels_every_kth_position():
+    n = 25
+    fig = fm.mask_matrix(mask_of(n), [str(i) for i in range(n)], title="m")
+    assert list(fig.layout.xaxis.tickvals) == list(range(0, n, 3)) and len(fig.layout.xaxis.tickvals) <= 12
+    assert list(fig.layout.yaxis.ticktext) == [str(i) for i in range(0, n, 3)]
+    few = fm.mask_matrix(mask_of(12), [str(i) for i in range(12)], title="m")
+    assert list(few.layout.xaxis.tickvals) == list(range(12))
