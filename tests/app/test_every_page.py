@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app.apptest_helpers import clean, open_script, texts
 from ui import models
+from ui import home_view
 from ui.i18n import LANGS, translate
 from ui.tour import TOUR, neighbours, stop
 from ui.url_state import markdown_literal
@@ -198,7 +199,8 @@ def test_home_lists_the_tour_in_order(app, lang):
         assert f"{n}. {html.escape(translate(s.title_key, lang))}" in tour
         assert html.escape(translate(f"home.tour.{s.key}", lang)) in tour
     assert f"<h3>{html.escape(translate('home.diagram.heading', lang))}</h3>" in markup
-    assert (ROOT / "assets" / f"architecture_{lang}.svg").read_text(encoding="utf-8") in markup
+    assert home_view._svg(lang) in markup  # the drawing, each block linked to the view it names
+    assert markup.count("data-query=") == len(home_view.BLOCK_VIEWS)
     assert at.info[0].value.startswith(f"**{translate('home.prereq.heading', lang)}**")
 
 
