@@ -14,7 +14,7 @@ from ui.models import selected_model
 from ui.nav import tour_links
 from ui.page_errors import fragment
 from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
-from ui.widgets import char_limit, sentence_input, show_notices
+from ui.widgets import char_limit, sentence_input, show_box_cut, show_notices, text_box_key
 
 SECTIONS = ("steps", "compare", "forcing")
 SECTION = ChoiceParam("dec_view", "steps", choices=SECTIONS)
@@ -22,6 +22,7 @@ STRATEGY = ChoiceParam("dec_strategy", "greedy", choices=STRATEGIES)
 BEAM = IntParam("dec_beam", 3, lo=1, hi=8)
 TEMPERATURE = FloatParam("dec_temp", 1.0, lo=0.0, hi=2.0, step=0.1)
 TOP_K = ChoiceParam("dec_topk", "all", choices=TOP_K_CHOICES)
+TARGET_CHARS = 200  # the typed teacher-forcing answer: any paste is taken and cut to this
 SEED = IntParam("dec_seed", 0, lo=0, hi=9999)
 STEP_KEY = "decoding.step"
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
@@ -191,8 +192,9 @@ def forcing_target(ckpt, source: str) -> str | None:
         st.code(target or " ", language=None)
         return target
     st.info(t("decoding.forcing.no_target"), icon=":material/edit:")
-    typed = st.text_input(t("decoding.forcing.target_label"), max_chars=200,
-                          key=bind(TextParam("dec_target", "", max_len=200), key="decoding.target"))
+    typed = st.text_input(t("decoding.forcing.target_label"),
+                          key=text_box_key(TextParam("dec_target", "", max_len=TARGET_CHARS), "decoding.target"))
+    show_box_cut("decoding.target", typed, TARGET_CHARS)
     prepared = prepare_sentence(typed, ckpt.tokenizer, max_chars=char_limit(ckpt))
     show_notices(prepared)
     return prepared.sentences[0] if prepared.sentences else None
