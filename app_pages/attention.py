@@ -16,7 +16,7 @@ from ui.models import selected_model
 from ui.nav import tour_links
 from ui.page_errors import fragment
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal
-from ui.widgets import csv_download, sentence_input
+from ui.widgets import csv_download, plot, sentence_input
 
 SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
 SECTION = ChoiceParam("att_view", "overview", choices=SECTIONS)
@@ -79,7 +79,7 @@ def overview_grid(view: AttentionView, kind: str) -> None:
               for head in range(1, H + 1)]
     st.caption(t("attention.grid.caption") + " " + t(f"attention.zoom.reading_{kind}"))
     grid = charts.grid_figure(maps, queries, keys, titles=titles, hover=weight_hover())
-    st.plotly_chart(grid, key="attention.grid", on_select=pick_from_grid, selection_mode="points",
+    plot(grid, key="attention.grid", on_select=pick_from_grid, selection_mode="points",
                     config=PLOT_CONFIG)
     csv_download("attention.export_all", lambda: every_head_csv(maps, queries, keys),
                  f"attention_{kind}_every_head.csv", "attention.export_grid")
@@ -137,7 +137,7 @@ def zoom(view: AttentionView, kind: str, layer: int, head: int) -> None:
     fig = charts.zoom_figure(weights, queries, keys, blocked=blocked_cells(kind, len(queries), len(keys)),
                              title=title, x_title=t("attention.key_axis"), y_title=t("attention.query_axis"),
                              hover=weight_hover())
-    st.plotly_chart(fig, key="attention.zoom", config=PLOT_CONFIG)
+    plot(fig, key="attention.zoom", config=PLOT_CONFIG)
 
 
 def head_view(view: AttentionView, kind: str, layer: int, head: int) -> None:
@@ -150,7 +150,7 @@ def head_view(view: AttentionView, kind: str, layer: int, head: int) -> None:
     st.caption(t("attention.heads.caption", layer=layer))
     fig = head_view_figure(maps, queries, keys, heads=heads, head_label=t("attention.head"), chosen=head,
                            column_titles=(t("attention.queries"), t("attention.keys")), query_hover="%{customdata}")
-    st.plotly_chart(fig, key="attention.head_view", config=PLOT_CONFIG)
+    plot(fig, key="attention.head_view", config=PLOT_CONFIG)
     csv_download("attention.export", lambda: long_attention_csv(maps, queries, keys, heads, layer),
                  f"attention_{kind}_L{layer}_heads.csv", "attention.export_heads")
 
@@ -174,13 +174,13 @@ def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> 
         q, k, v, queries, keys, titles=(t("attention.inside.q"), t("attention.inside.k"), t("attention.inside.v")),
         x_title=t("attention.inside.dimension"),
         hover=f"%{{y}} · {t('attention.inside.dimension')} %{{x}}: %{{z:.3f}}")
-    st.plotly_chart(vectors, key="attention.vectors", config=PLOT_CONFIG)
+    plot(vectors, key="attention.vectors", config=PLOT_CONFIG)
     score_fig = charts.scores_figure(
         scores, queries, keys, blocked=blocked,
         title=t("attention.inside.scores_scaled" if scale else "attention.inside.scores_raw"),
         x_title=t("attention.key_axis"), y_title=t("attention.query_axis"),
         hover=f"{t('attention.query')} %{{y}} → {t('attention.key')} %{{x}}: %{{z:.2f}}")
-    st.plotly_chart(score_fig, key="attention.scores", config=PLOT_CONFIG)
+    plot(score_fig, key="attention.scores", config=PLOT_CONFIG)
     if blocked is not None:
         st.caption(t("attention.inside.masked_note"))
     sharpness(weights, other_weights)
@@ -190,7 +190,7 @@ def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> 
         titles=(t("attention.inside.weights"), t("attention.inside.entropy")), x_title=t("attention.key_axis"),
         y_title=t("attention.query_axis"), entropy_title=t("attention.inside.bits"), hover=weight_hover(),
         entropy_hover=f"%{{y}}: %{{x:.2f}} {t('attention.inside.bits')}")
-    st.plotly_chart(weights_fig, key="attention.weights", config=PLOT_CONFIG)
+    plot(weights_fig, key="attention.weights", config=PLOT_CONFIG)
     if not scale:
         st.info(t("attention.inside.raw_answer", answer=markdown_literal(view.answer, limit=60)),
                 icon=":material/science:")
@@ -224,7 +224,7 @@ def statistics(view: AttentionView, kind: str) -> None:
              f"{t('attention.stats.col_diagonal')}: %{{customdata[4]:.2f}}")
     chart = charts.stats_figure(stats, x_title=t("attention.head"), y_title=t("attention.stats.col_focus"),
                                 layer_label=t("attention.layer"), head_label=t("attention.head"), hover=hover)
-    st.plotly_chart(chart, key="attention.stats_chart", config=PLOT_CONFIG)
+    plot(chart, key="attention.stats_chart", config=PLOT_CONFIG)
     st.caption(t("attention.stats.legend"))
 
 
@@ -276,7 +276,7 @@ def ablation(ckpt, source: str, base: AttentionView) -> None:
     chart = charts.ablation_figure(ckpt.tokenizer.token_strings(ids), per_base, per_same, names=names,
                                    x_title=t("attention.ablation.x_title"), y_title=t("attention.ablation.y_title"),
                                    hover="%{x}: %{y:.3f}")
-    st.plotly_chart(chart, key="attention.ablation_chart", config=PLOT_CONFIG)
+    plot(chart, key="attention.ablation_chart", config=PLOT_CONFIG)
 
 
 # ------------------------------------------------------------------ the page

@@ -14,7 +14,7 @@ from ui.models import selected_model
 from ui.nav import tour_links
 from ui.page_errors import fragment
 from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
-from ui.widgets import char_limit, sentence_input, show_box_cut, show_notices, text_box_key
+from ui.widgets import char_limit, plot, sentence_input, show_box_cut, show_notices, text_box_key
 
 SECTIONS = ("steps", "compare", "forcing")
 SECTION = ChoiceParam("dec_view", "steps", choices=SECTIONS)
@@ -114,7 +114,7 @@ def step_view(trace: DecodeTrace, strategy: str, layer: int, head: int, n_heads:
                    icon=":material/flag:")
     elif step == n and not trace.finished:
         st.warning(t("decoding.steps.limit", limit=trace.max_len), icon=":material/block:")
-    st.plotly_chart(step_figure(trace, step, layer, head, n_heads), key="decoding.step_figure", config=PLOT_CONFIG)
+    plot(step_figure(trace, step, layer, head, n_heads), key="decoding.step_figure", config=PLOT_CONFIG)
     if strategy == "beam" and step <= len(trace.beams):
         st.dataframe(beams_table(trace, beam_columns(), step), hide_index=True, width="stretch")
 
@@ -219,7 +219,7 @@ def forcing(ckpt, source: str) -> None:
     correct = [p == s for p, s in zip(tf.predicted_tokens, tf.target_tokens)]
     chart = pictures.forcing(tf.target_tokens, tf.true_probs, correct, x_title=t("decoding.forcing.x_title"),
                              y_title=t("decoding.probability"), hover="%{customdata}: %{y:.3f}")
-    st.plotly_chart(chart, key="decoding.forcing_chart", config=PLOT_CONFIG)
+    plot(chart, key="decoding.forcing_chart", config=PLOT_CONFIG)
     st.caption(t("decoding.forcing.caption") + " " + t("decoding.smoothing_note"))
 
 

@@ -16,7 +16,7 @@ from ui.nav import link, tour_links
 from ui.page_errors import fragment
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
-from ui.widgets import batch_input, char_limit, sentence_picker, show_notices
+from ui.widgets import alphabet_note, batch_input, char_limit, plot, sentence_picker, show_notices
 
 SECTIONS = ("matrices", "printout", "effect", "row")
 SECTION = ChoiceParam("mask_view", default="matrices", choices=SECTIONS)
@@ -56,13 +56,13 @@ def matrices_section(pair: PairTokens, pad_id: int, use_padding: bool, use_look_
               "combined": t("masks.matrices.combined")}
     for column, name in zip(st.columns(3), MATRICES):
         tokens = shown.src_tokens if name == "padding" else shown.tgt_tokens
-        column.plotly_chart(mask_matrix(getattr(masks, name), tokens, title=titles[name],
+        plot(mask_matrix(getattr(masks, name), tokens, title=titles[name],
                                         true_text=t("masks.matrices.true"), false_text=t("masks.matrices.false"),
                                         true_short=t("masks.matrices.true_short"),
                                         false_short=t("masks.matrices.false_short"),
                                         x_title=t("masks.key"), y_title=t("masks.query"),
                                         hover=t("masks.matrices.hover")),
-                            key=f"masks.matrix.{name}")
+                            where=column, key=f"masks.matrix.{name}")
 
 
 def printout_section(pair: PairTokens, pad_id: int, use_padding: bool, use_look_ahead: bool) -> None:
@@ -104,10 +104,10 @@ def effect_section(ckpt, pair: PairTokens, layer: int, head: int, use_padding: b
         room = title_lines(titles)
         for n, (column, m, map_title) in enumerate(zip(st.columns(2), maps, titles)):
             view = m.cropped(drawn)
-            column.plotly_chart(attention_map(view.weights, view.mask, view.leaks, pair.tokens(kind)[:drawn],
+            plot(attention_map(view.weights, view.mask, view.leaks, pair.tokens(kind)[:drawn],
                                               title=map_title, x_title=t("masks.key"), y_title=t("masks.query"),
                                               title_room=room),
-                                key=f"masks.effect.{kind}.{n}")
+                                where=column, key=f"masks.effect.{kind}.{n}")
         notes += effect_notes(kind, switch_on, maps, pair.real(kind))
     if crops := crop_notes(pair):
         notes += [*crops, t("masks.effect.crop_numbers")]
@@ -125,7 +125,7 @@ def row_section(ckpt, pair: PairTokens, kind: str, layer: int, head: int, query:
                        titles=tuple(t(f"masks.row.{name}") for name in ROW_STEPS), x_title=t("masks.key"),
                        minus_inf="−∞")
     for column, name, fig in zip(st.columns(3), ROW_STEPS, figures):
-        column.plotly_chart(fig, key=f"masks.row.{name}")
+        plot(fig, where=column, key=f"masks.row.{name}")
     if notes := crop_notes(pair, (kind,)):
         st.caption("  \n".join(notes))
 
@@ -194,6 +194,7 @@ task_name = ckpt.task.get("name") if ckpt is not None else "copy"
 limit = char_limit(ckpt)
 
 raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "masks")
+alphabet_note(tokenizer.alphabet)
 prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
 show_notices(prepared)
 

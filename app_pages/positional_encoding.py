@@ -14,7 +14,7 @@ from ui.models import selected_model
 from ui.nav import tour_links
 from ui.page_errors import fragment
 from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind, clamp_state
-from ui.widgets import char_limit, show_box_cut, show_notices, text_box_key
+from ui.widgets import char_limit, plot, show_box_cut, show_notices, text_box_key
 
 D_MODEL = IntParam("pe_d", default=64, lo=2, hi=256, step=2)  # sin/cos pairs: even sizes only
 POSITIONS = IntParam("pe_len", default=50, lo=2, hi=128)
@@ -72,7 +72,7 @@ def frequency(positions: int, d_model: int, base: float) -> None:
     table_labels = (t("positional.table.x_dim"), t("positional.table.y_pos"), t("positional.table.hover"))
     wave_labels = (t("positional.table.sin_name", dim=2 * pair), t("positional.table.cos_name", dim=2 * pair + 1),
                    t("positional.table.y_pos"), t("positional.table.one_turn"))
-    st.plotly_chart(frequency_figure(table, pair, wavelength(pair, d_model, base), table_labels, wave_labels),
+    plot(frequency_figure(table, pair, wavelength(pair, d_model, base), table_labels, wave_labels),
                     key="positional.frequency_chart")
 
 
@@ -86,12 +86,12 @@ def similarity(positions: int, d_model: int, base: float) -> None:
     with left:
         values = computed(position_similarity, positions, d_model, base)
         labels = (t("positional.similarity.x"), t("positional.similarity.y"), t("positional.similarity.hover"))
-        st.plotly_chart(similarity_figure(values, d_model / 2, labels), key="positional.similarity_chart")
+        plot(similarity_figure(values, d_model / 2, labels), key="positional.similarity_chart")
     with right:
         values = computed(offset_similarity, d_model, base, positions, starts)
         names = [t("positional.similarity.line_name", p=p) for p in starts]
         labels = (t("positional.similarity.k"), t("positional.similarity.dot"))
-        st.plotly_chart(offset_figure(values, names, labels), key="positional.offset_chart")
+        plot(offset_figure(values, names, labels), key="positional.offset_chart")
     st.caption(t("positional.similarity.caption", half=d_model // 2))
 
 
@@ -135,7 +135,7 @@ def order_blindness_view(ckpt) -> None:
     figures = attention_maps(maps, (t("positional.blind.x"), t("positional.blind.y")))
     for column, figure, name in zip(st.columns(3, gap="small"), figures, ("original", "shuffled", "restored")):
         with column:
-            st.plotly_chart(figure, key=f"positional.blind_{name}")
+            plot(figure, key=f"positional.blind_{name}")
     m1, m2 = st.columns(2)
     m1.metric(t("positional.blind.attention_diff"), f"{result.max_attention_diff:.2e}")
     m2.metric(t("positional.blind.output_diff"), f"{result.max_output_diff:.2e}")
@@ -161,14 +161,14 @@ def rope(positions: int, d_model: int, base: float) -> None:
     scores, additive = computed(rope_scores, d_model, base, shown)
     circle, matrix, lines = st.columns(3, gap="small")
     with circle:
-        st.plotly_chart(rope_circle_figure(points, t("positional.rope.circle_title", a=0, b=1)),
+        plot(rope_circle_figure(points, t("positional.rope.circle_title", a=0, b=1)),
                         key="positional.rope_circle")
     with matrix:
         labels = (t("positional.rope.key_pos"), t("positional.rope.query_pos"), t("positional.rope.hover"))
-        st.plotly_chart(rope_matrix_figure(scores, t("positional.rope.matrix_title"), labels),
+        plot(rope_matrix_figure(scores, t("positional.rope.matrix_title"), labels),
                         key="positional.rope_matrix")
     with lines:
-        st.plotly_chart(rope_lines_figure(scores, additive, starts,
+        plot(rope_lines_figure(scores, additive, starts,
                                           [t("positional.rope.rope_name", p=p) for p in starts],
                                           [t("positional.rope.additive_name", p=p) for p in starts],
                                           t("positional.rope.lines_title"),

@@ -12,7 +12,7 @@ from ui.models import selected_model
 from ui.nav import tour_links
 from ui.page_errors import fragment
 from ui.url_state import ChoiceParam, bind, markdown_literal
-from ui.widgets import batch_input, char_limit, sentence_picker, show_notices
+from ui.widgets import alphabet_note, batch_input, char_limit, plot, sentence_picker, show_notices
 
 SIDE = ChoiceParam("tok_side", default="source", choices=SIDES)
 
@@ -50,7 +50,7 @@ def embedding_matrix(stages: EmbeddingStages) -> None:
     vocab, d_model = stages.matrix.shape
     st.markdown(f"**{t('tokens.embed.matrix_title', v=vocab, d=d_model)}**")
     axis = (t("tokens.embed.x_dim"), t("tokens.embed.y_vocab"), t("tokens.embed.hover_vocab"))
-    st.plotly_chart(matrix_figure(stages.matrix, stages.vocab, stages.ids, axis), key="tokens.matrix_chart")
+    plot(matrix_figure(stages.matrix, stages.vocab, stages.ids, axis), key="tokens.matrix_chart")
 
 
 def embedding_steps(stages: EmbeddingStages) -> None:
@@ -63,7 +63,7 @@ def embedding_steps(stages: EmbeddingStages) -> None:
     for row in ((0, 1), (2, 3)):
         for column, n in zip(st.columns(2, gap="small"), row):
             with column:
-                st.plotly_chart(figures[n], key=f"tokens.stage_{n}")
+                plot(figures[n], key=f"tokens.stage_{n}")
                 st.caption(t("tokens.embed.rms", value=f"{rms(values[n]):.3f}"))
 
 
@@ -99,6 +99,7 @@ if ckpt is None:
 
 st.subheader(t("tokens.batch.heading"))
 raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "tokens")
+alphabet_note(tokenizer.alphabet)
 prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
 show_notices(prepared)
 

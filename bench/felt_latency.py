@@ -115,6 +115,7 @@ def arrows(label: Text, path: str, id: str, setup: tuple[Step, ...] = ()) -> Row
 
 
 HOME, TOK, MASKS, ATT = "/?lang=en", "/tokens?lang=en", "/masks?lang=en", "/attention?lang=en"
+ATT_FIRST = ATT + "&att_layer=1&att_head=1"  # the page opens on the most focused head: start from 1/1 explicitly
 POS, DEC, TRAIN = "/positional-encoding?lang=en", "/decoding?lang=en", "/training?lang=en"
 BATCH = "hello world\nattention is all you need\nhi!"
 MASK_SWITCHES, MASKS_FIRST = "Masks on (click to switch one off or on)", "The masks of this sentence"
@@ -151,10 +152,10 @@ ROWS: list[Row] = [
     pick("Explore", "Overview", "Head statistics", ATT, "attention:section-stats"),
     pick("Explore", "Overview", "Switch heads off", ATT, "attention:section-ablation"),
     pick("Attention block", "Encoder self-attention", "Cross-attention", ATT, "attention:kind"),
-    pick("Layer", "1", "2", ATT, "attention:layer"),
-    pick("Head", "1", "2", ATT, "attention:head"),
+    pick("Layer", "1", "2", ATT_FIRST, "attention:layer"),
+    pick("Head", "1", "2", ATT_FIRST, "attention:head"),
     flip(toggle("All heads"), ATT, "attention:heads-all", HEAD_VIEW),
-    pick("Head", "1", "2", ATT, "attention:inside-head", INSIDE),
+    pick("Head", "1", "2", ATT_FIRST, "attention:inside-head", INSIDE),
     flip(toggle("Divide by √d_k"), ATT, "attention:inside-scale", INSIDE),
     pick("Attention block", "Encoder self-attention", "Decoder masked self-attention", ATT,
          "attention:inside-kind", INSIDE),

@@ -6,6 +6,8 @@ Streamlit applies the app's theme (fonts, background) when it draws a figure.
 """
 from __future__ import annotations
 
+import re
+
 import plotly.graph_objects as go
 
 DIVERGING = "RdBu_r"  # red = positive, blue = negative
@@ -29,4 +31,33 @@ def figure(*traces, title: str = "", height: int = 320, **layout) -> go.Figure:
         colorway=list(PALETTE),
         **layout,
     )
+    return fig
+
+
+TITLE_LINE_PX = 22  # the height of one line of axis title
+_CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")  # Chinese characters and full-width forms
+
+
+def upright_axis_titles(fig: go.Figure) -> go.Figure:
+    """Write each vertical axis title that holds Chinese across, above the plot from its axis inwards,
+    instead of turned on its side (plotly turns every y-axis title by 90°, which lays Chinese
+    characters down); the top margin grows by one line for it. Latin titles are left as they are.
+    Changes ``fig`` and returns it."""
+    moved = False
+    for name in [key for key in fig.layout.to_plotly_json() if key.startswith("yaxis")]:
+        axis = fig.layout[name]
+        text = axis.title.text if axis.title else None
+        if not text or not _CJK.search(text):
+            continue
+        x_axis = axis.anchor if axis.anchor and axis.anchor != "free" else "x"
+        on_right = axis.side == "right"
+        fig.add_annotation(text=text, showarrow=False, xref=f"{x_axis} domain", yref=f"y{name[5:]} domain",
+                           x=1 if on_right else 0, y=1, xanchor="right" if on_right else "left", yanchor="bottom",
+                           yshift=4, font=axis.title.font.to_plotly_json())
+        axis.title.text = None
+        moved = True
+    if moved:  # room above the plot for the line, so it neither meets the title nor hides under the plot
+        top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
+        height = fig.layout.height + TITLE_LINE_PX if fig.layout.height else None
+        fig.update_layout(margin_t=top + TITLE_LINE_PX, height=height)
     return fig

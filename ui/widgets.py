@@ -17,6 +17,7 @@ import streamlit as st
 
 from explain.tasks import task_example
 from explain.text import MAX_CHARS, PreparedText, prepare_sentence
+from figures.style import upright_axis_titles
 from ui.i18n import t
 from ui.url_state import IntParam, TextParam, bind, clamp_state, markdown_literal
 
@@ -100,6 +101,7 @@ def sentence_input(checkpoint: Any, text_key: str, url_name: str) -> str | None:
                          help=t(f"{page}.input_help", example=example))
     st.session_state[f"{text_key}._last"] = text
     show_box_cut(text_key, text, param.max_len)
+    alphabet_note(checkpoint.tokenizer.alphabet)
     prepared = prepare_sentence(text, checkpoint.tokenizer,
                                 max_chars=min(MAX_CHARS, checkpoint.model.config.max_len))
     show_notices(prepared)
@@ -119,6 +121,12 @@ def _shared_key(param, key: str, page: str) -> str:
         st.session_state[key] = st.session_state[key]
         owners[key] = page
     return key
+
+
+def alphabet_note(alphabet: str) -> None:
+    """A caption listing the characters the model knows (the shipped models are character-level over a
+    small Latin alphabet: Chinese, for one, becomes ``<unk>``)."""
+    st.caption(t("common.alphabet.note", chars=markdown_literal(alphabet.replace(" ", ""), limit=200)))
 
 
 def batch_input(label: str, help_text: str, page: str) -> str:
@@ -143,3 +151,10 @@ def csv_download(label_key: str, make_csv: Callable[[], str], file_name: str, ke
     """A button that downloads what ``make_csv()`` returns (computed only when clicked)."""
     st.download_button(t(label_key), data=make_csv, file_name=file_name, mime="text/csv", key=key,
                        on_click="ignore", icon=":material/download:")
+
+
+def plot(fig: Any, *, key: str, where: Any = None, **options: Any) -> Any:
+    """``st.plotly_chart(fig)`` (in ``where``, e.g. a column), with Chinese vertical-axis titles
+    written across rather than turned on their side (:func:`figures.style.upright_axis_titles`)."""
+    return (where or st).plotly_chart(upright_axis_titles(fig), key=key, **options)
+

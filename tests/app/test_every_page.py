@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from model.tasks import DEFAULT_ALPHABET
 from tests.app.apptest_helpers import clean, open_script, texts
 from ui import models
 from ui import home_view
@@ -64,6 +65,34 @@ def test_every_page_runs_in_both_languages(app, key, lang):
     assert at.query_params["lang"] in (lang, [lang])
     assert at.radio(key="lang").value == lang
     assert not toasts(at)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("key", ["tokens", "masks", "attention", "decoding"])
+def test_a_page_that_takes_text_lists_the_characters_the_model_knows(app, key, lang):
+    """The shipped models are character-level over a small Latin alphabet: a class typing Chinese
+    must be told, beside the box, that those characters become <unk>."""
+    at = open_page(app, key, query={"lang": lang})
+    note = translate("common.alphabet.note", lang, chars=markdown_literal(DEFAULT_ALPHABET.replace(" ", ""), 200))
+    assert note in [c.value for c in at.caption], key
+
+
+@pytest.mark.parametrize("key, query", [("tokens", {}), ("masks", {"mask_view": "effect"}), ("positional", {}),
+                                        ("attention", {"att_view": "inside"}), ("decoding", {})])
+def test_chinese_vertical_axis_titles_read_across(app, key, query):
+    """Plotly turns a y-axis title on its side, which lays Chinese characters down: in 中文 every such
+    title is written across, above its axis, instead."""
+    at = open_page(app, key, query={"lang": "zh", **query})
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    moved = 0
+    for chart in at.get("plotly_chart"):
+        layout = json.loads(chart.proto.spec)["layout"]
+        for name, axis in layout.items():
+            if name.startswith("yaxis"):
+                assert not cjk.search(str(axis.get("title", {}).get("text") or "")), (key, name)
+        moved += sum(1 for note in layout.get("annotations", []) if note.get("yref", "").endswith("domain")
+                     and note.get("yanchor") == "bottom" and cjk.search(note.get("text", "")))
+    assert moved, key  # each of these views has at least one titled vertical axis
 
 
 @pytest.mark.parametrize("key", [s.key for s in TOUR])
