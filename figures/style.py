@@ -38,10 +38,22 @@ TITLE_LINE_PX = 22  # the height of one line of axis title
 _CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")  # Chinese characters and full-width forms
 
 
+def _height_above(fig: go.Figure, top: float) -> float:
+    """Pixels taken by the titles that already sit on the line ``top`` (paper) above a plot: the
+    subplot titles of ``make_subplots``, one 1.3 × font-size line per ``<br>``-separated line."""
+    taken = 0.0
+    for note in fig.layout.annotations:
+        if note.yref == "paper" and note.yanchor == "bottom" and note.y is not None and abs(note.y - top) < 0.01:
+            lines = str(note.text or "").count("<br>") + 1
+            taken = max(taken, lines * 1.3 * ((note.font.size if note.font and note.font.size else 16)))
+    return taken
+
+
 def upright_axis_titles(fig: go.Figure) -> go.Figure:
     """Write each vertical axis title that holds Chinese across, above the plot from its axis inwards,
     instead of turned on its side (plotly turns every y-axis title by 90°, which lays Chinese
-    characters down); the top margin grows by one line for it. Latin titles are left as they are.
+    characters down), over any subplot title already there; the top margin grows by one line for
+    it. Latin titles are left as they are.
     Changes ``fig`` and returns it."""
     moved = False
     for name in [key for key in fig.layout.to_plotly_json() if key.startswith("yaxis")]:
@@ -51,13 +63,14 @@ def upright_axis_titles(fig: go.Figure) -> go.Figure:
             continue
         x_axis = axis.anchor if axis.anchor and axis.anchor != "free" else "x"
         on_right = axis.side == "right"
+        top = axis.domain[1] if axis.domain else 1
         fig.add_annotation(text=text, showarrow=False, xref=f"{x_axis} domain", yref=f"y{name[5:]} domain",
                            x=1 if on_right else 0, y=1, xanchor="right" if on_right else "left", yanchor="bottom",
-                           yshift=4, font=axis.title.font.to_plotly_json())
+                           yshift=4 + _height_above(fig, top), font=axis.title.font.to_plotly_json())
         axis.title.text = None
         moved = True
     if moved:  # room above the plot for the line, so it neither meets the title nor hides under the plot
-        top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
+        margin = fig.layout.margin.t if fig.layout.margin.t is not None else 80
         height = fig.layout.height + TITLE_LINE_PX if fig.layout.height else None
-        fig.update_layout(margin_t=top + TITLE_LINE_PX, height=height)
+        fig.update_layout(margin_t=margin + TITLE_LINE_PX, height=height)
     return fig

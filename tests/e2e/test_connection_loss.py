@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PING_S = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["server"]["websocketPingInterval"]
 SLACK_S = 2.0  # scheduling on a busy 2-core machine
 CUT_NOTICED_S = 2.0
+STEP_SLACK_S = 5.0  # a noticed disconnect stops the run after its current step; a step on a busy machine
 
 
 class Relay:
@@ -144,6 +145,14 @@ def training_threads_alive(url: str) -> int:
         probe.close()
 
 
+def wait_for_no_training(url: str, limit: float) -> int:
+    """The training threads still alive after waiting up to ``limit`` seconds for them to end."""
+    end = time.monotonic() + limit
+    while (alive := training_threads_alive(url)) and time.monotonic() < end:
+        time.sleep(0.2)
+    return alive
+
+
 def test_the_server_pings_often_enough_to_notice_a_dead_connection():
     assert isinstance(PING_S, int) and 1 <= PING_S <= 10  # noticed within 2 * PING_S seconds
 
@@ -158,4 +167,4 @@ def test_a_lost_connection_is_noticed_in_time_and_its_run_stops(server, how, lim
         noticed = seconds_until_noticed(url, limit + 30)
     print(f"{how}: noticed after {noticed:.1f} s (ping interval {PING_S} s)")
     assert noticed <= limit, f"{how}: the server noticed only after {noticed:.1f} s"
-    assert training_threads_alive(url) == 0  # its run was stopped
+    assert wait_for_no_training(url, STEP_SLACK_S) == 0  # its run was stopped (at most one step later)

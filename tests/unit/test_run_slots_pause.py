@@ -9,24 +9,9 @@ import time
 import pytest
 
 from model.run_slots import RunSlots
-from model.training import TrainingConfig, TrainingRun
+from model.training import TrainingRun
 from ui.training import session as ts
-
-FAST = dict(task="copy", task_max_len=6, preset="tiny", batch_size=8, eval_every=10, eval_size=10, probe_every=5,
-            max_seconds=120)
-
-
-def wait_until(predicate, timeout=30.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def long_config(**overrides) -> TrainingConfig:
-    return TrainingConfig(**{**FAST, "max_steps": 100_000, **overrides})
+from tests.training_runs import long_config, wait_until
 
 
 def trains(run_or_session) -> bool:

@@ -14,18 +14,10 @@ from model.training import (
     MAX_BATCH_SIZE, MAX_STEPS, MESSAGES, RunSnapshot, RunStatus, TrainingConfig, TrainingRun, loss_floor,
     parameter_count, pattern_score, vocab_size,
 )
+from tests.training_runs import wait_until
 
 FAST = dict(task="copy", task_max_len=6, preset="tiny", batch_size=16, eval_every=10, eval_size=20,
             probe_every=5, dropout=0.1, max_seconds=60)
-
-
-def wait_until(predicate, timeout=20.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_start_pause_resume_stop_and_no_thread_left():

@@ -26,24 +26,10 @@ from ui.i18n import load_catalogs, translate
 from ui.training import charts, panel
 from ui.training import session as ts
 from ui.training import status as training_status
+from tests.training_runs import FAST, long_config, wait_until
 from ui.url_state import markdown_literal
 
 ROOT = Path(__file__).resolve().parents[2]
-FAST = dict(task="copy", task_max_len=6, preset="tiny", batch_size=8, eval_every=10, eval_size=10, probe_every=5,
-            max_seconds=120)
-
-
-def wait_until(predicate, timeout=30.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def long_config(**overrides) -> TrainingConfig:
-    return TrainingConfig(**{**FAST, "max_steps": 100_000, **overrides})
 
 
 @pytest.fixture
