@@ -12,6 +12,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.widgets import paste_into
 from ui.i18n import LANGS, translate
 
 pytestmark = pytest.mark.e2e
@@ -87,10 +88,7 @@ def test_identical_tokens_and_a_long_paste(page, wait_for_app, screenshot, lang)
     screenshot(p, f"positional_identical_tokens_{lang}")
 
     pasted = ("the cat sat on the mat " * 20)[:250]
-    box.click()
-    box.press("Control+A")
-    p.keyboard.insert_text(pasted)  # as a paste: one input event with all of it
-    box.press("Enter")
+    paste_into(box, pasted)
     wait_for_url(p, wait_for_app, "pe_text=the")
     expect(box).to_have_value(pasted[:200])
     expect(p.get_by_text(translate("common.link_and_paste.paste_cut", lang, count=250, limit=200))).to_be_visible()

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.widgets import paste_into
 from ui.i18n import LANGS, translate
 
 pytestmark = pytest.mark.e2e
@@ -73,10 +74,7 @@ def test_a_long_paste_into_the_batch_box_is_kept_cut_and_said(page, wait_for_app
     expect(p.locator("td.pad").first).to_be_visible()
     box = p.get_by_role("textbox", name=translate("tokens.batch.input", lang, lines=8, chars=48))
     pasted = ("the cat sat on the mat\n" * 120)[:2500]
-    box.click()
-    box.press("Control+A")
-    p.keyboard.insert_text(pasted)  # as a paste: one input event with all of it
-    box.press("Control+Enter")
+    paste_into(box, pasted, submit="Control+Enter")
     wait_for_url(p, wait_for_app, "batch=the")
     expect(box).to_have_value(pasted[:2000])
     expect(p.get_by_text(translate("common.link_and_paste.paste_cut", lang, count="2,500", limit="2,000"))

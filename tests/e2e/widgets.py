@@ -37,3 +37,11 @@ def type_into(p, wait_for_app, key: str, text: str) -> None:
     box.fill(text)
     box.press("Enter")
     wait_for_app(p)
+
+
+def paste_into(box, text: str, submit: str = "Enter") -> None:
+    """Replace ``box``'s text by ``text`` as a paste does (one input event with all of it), then submit."""
+    box.click()
+    box.press("Control+A")
+    box.page.keyboard.insert_text(text)
+    box.press(submit)

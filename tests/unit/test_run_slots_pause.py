@@ -20,22 +20,6 @@ def trains(run_or_session) -> bool:
 
 
 @pytest.fixture
-def sessions():
-    """TrainingSessions on CPU sharing one queue; every run is stopped afterwards."""
-    made: list[ts.TrainingSession] = []
-
-    def make(slots: RunSlots) -> ts.TrainingSession:
-        session = ts.TrainingSession(slots=slots, device="cpu")
-        made.append(session)
-        return session
-
-    yield make
-    for session in made:
-        session.close()
-    assert wait_until(lambda: ts.alive_training_threads() == 0, 10)
-
-
-@pytest.fixture
 def two_slots(monkeypatch) -> RunSlots:
     """The server's shared queue as ``TP_MAX_TRAINING_RUNS=2`` makes it."""
     monkeypatch.setenv(ts.ENV_MAX_RUNS, "2")

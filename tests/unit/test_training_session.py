@@ -32,22 +32,6 @@ from ui.url_state import markdown_literal
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def sessions():
-    """Factory of TrainingSessions on CPU sharing one queue; every run is stopped afterwards."""
-    made: list[ts.TrainingSession] = []
-
-    def make(slots: RunSlots | None = None) -> ts.TrainingSession:
-        session = ts.TrainingSession(slots=slots or RunSlots(4), device="cpu")
-        made.append(session)
-        return session
-
-    yield make
-    for session in made:
-        session.close()
-    assert wait_until(lambda: ts.alive_training_threads() == 0, 10)
-
-
 # ------------------------------------------------------------------ limits from the environment
 
 
