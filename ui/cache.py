@@ -19,6 +19,7 @@ keeping a core busy for nobody. It is not part of the cache key.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any, Callable, TypeVar
 
@@ -52,7 +53,9 @@ def session_gone_check() -> Callable[[], bool] | None:
     return lambda: not runtime.is_active_session(session_id)
 
 
+@functools.cache
 def _takes_should_stop(function: Callable) -> bool:
+    """Whether ``function`` accepts ``should_stop`` (read once per function, not on every rerun)."""
     return "should_stop" in inspect.signature(function).parameters
 
 
