@@ -54,7 +54,13 @@ TOUR: tuple[Stop, ...] = (
         "common.section.blocks",
     ),
     Stop("attention", "app_pages/attention.py", "attention", ":material/hub:", "common.section.blocks"),
+    Stop("ffn", "app_pages/feed_forward.py", "feed-forward", ":material/lan:", "common.section.blocks"),
+    Stop("residual", "app_pages/residual_stream.py", "residual-stream", ":material/merge:", "common.section.blocks"),
+    Stop("layernorm", "app_pages/layer_norm.py", "layer-norm", ":material/tune:", "common.section.blocks"),
     Stop("decoding", "app_pages/decoding.py", "decoding", ":material/output:", "common.section.action"),
+    Stop("output", "app_pages/output_and_loss.py", "output-and-loss", ":material/functions:", "common.section.action"),
+    Stop("bleu", "app_pages/bleu.py", "bleu", ":material/grading:", "common.section.action"),
+    Stop("cost", "app_pages/attention_cost.py", "attention-cost", ":material/speed:", "common.section.action"),
     Stop("training", "app_pages/training.py", "training", ":material/model_training:", "common.section.action"),
 )
 
