@@ -105,13 +105,27 @@ def _click_opens_in_this_session(p, wait_for_app, link, target: str) -> None:
     assert_shell(p, target, "zh")
 
 
-@pytest.mark.parametrize("target", ["tokens", "positional", "attention", "decoding", "training"])
+@pytest.mark.parametrize("target", ["tokens", "positional", "attention", "ffn", "layernorm", "decoding", "output",
+                                    "training"])
 def test_clicking_the_diagram_opens_the_page_in_the_same_session(page, wait_for_app, target):
     p = _home_in_chinese(page, wait_for_app)
     block = p.locator(f'.tp-diagram a[data-page="{target}"]').first
     expect(block).to_be_visible()
     assert "lang=zh" in block.get_attribute("href")
     _click_opens_in_this_session(p, wait_for_app, block, target)
+
+
+def test_clicking_a_residual_arrow_opens_the_residual_stream(page, wait_for_app):
+    """The grey residual arrows are thin lines: a click on the line itself (not its box's middle) opens the page."""
+    p = _home_in_chinese(page, wait_for_app)
+    arrow = p.locator('.tp-diagram a[data-page="residual"] path').first
+    box = arrow.bounding_box()
+    assert box is not None
+    # The encoder's first arrow runs left, down the left edge of its box, then right: click on that left edge.
+    p.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)
+    url_path = next(s.url_path for s in TOUR if s.key == "residual")
+    p.wait_for_url(re.compile(rf"/{re.escape(url_path)}(\?|$)"))
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading("residual", "zh"))
 
 
 @pytest.mark.parametrize("target", ["masks", "training"])
