@@ -6,8 +6,10 @@ from explain.attention import (KINDS, AttentionView, HeadId, ablation_triples, a
                                attention_maps, attention_view, blocked_cells, every_head_csv, format_probability,
                                head_statistics, long_attention_csv, mean_peak, most_focused_head, query_key_tokens,
                                row_entropy, sequence_probability)
+from explain.head_output import head_outputs, head_outputs_csv, output_projection
 from explain.tasks import expected_output
 from figures import attention as charts
+from figures.head_output import head_output_figure
 from figures.head_view import head_view_figure
 from ui.cache import computed
 from ui.head_set import HeadSetParam
@@ -197,6 +199,33 @@ def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> 
     csv_download("attention.export", lambda: attention_csv(weights, queries, keys),
                  f"attention_{kind}_L{layer}_H{head}_{'scaled' if scale else 'unscaled'}.csv",
                  "attention.export_inside")
+    what_attention_produces(ckpt, view, kind, layer, head)
+
+
+def what_attention_produces(ckpt, view: AttentionView, kind: str, layer: int, head: int) -> None:
+    """After the weights: each head's weights · V, every head side by side, and W^O mixing them into
+    the sublayer's output, with the shape of every step."""
+    cfg = ckpt.model.config
+    w_o, bias = computed(output_projection, kind, layer, model=ckpt)
+    result = head_outputs(view, kind, layer, w_o, bias)
+    queries, keys = query_key_tokens(view, kind)
+    sizes = dict(tq=len(queries), tk=len(keys), d_k=result.d_k, h=result.n_heads, hd=result.concat.shape[1],
+                 d_model=result.output.shape[1], head=head)
+    st.markdown(f"**{t('attention.head_output.heading')}**")
+    st.markdown(t("attention.head_output.intro"))
+    for line in (r"\mathrm{head}_i = A_i V_i", r"H = \mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)",
+                 r"\mathrm{MultiHead} = H\,W^{O} + b"):  # three short lines: one long one runs off a phone
+        st.latex(line)
+    st.markdown(t("attention.head_output.shapes", **sizes))
+    titles = [t(f"attention.head_output.{name}", **sizes) for name in ("title_head", "title_concat", "title_output")]
+    fig = head_output_figure(result.heads[head - 1], result.concat, result.output, queries, chosen=head,
+                             titles=titles, x_title=t("attention.head_output.column"),
+                             hover=f"%{{y}} · {t('attention.head_output.column')} %{{x}}: %{{z:.3f}}")
+    plot(fig, key="attention.head_output", config=PLOT_CONFIG)
+    residual = "residual_pre" if cfg.norm_first else "residual_post"
+    st.caption(t("attention.head_output.outline", **sizes) + " " + t(f"attention.head_output.{residual}"))
+    csv_download("attention.head_output.export", lambda: head_outputs_csv(result, queries, head),
+                 f"attention_{kind}_L{layer}_output.csv", "attention.export_head_output")
 
 
 def sharpness(weights, other_weights) -> None:
