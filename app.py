@@ -15,7 +15,7 @@ ICON = Path(__file__).parent / "assets" / "icon.png"  # served by the app itself
 
 sidebar.bind_shared_state()
 st.set_page_config(page_title=t("common.app_title"), page_icon=str(ICON), layout="wide")
-current = st.navigation(tour.navigation_sections())
+current = st.navigation(tour.navigation_sections(), expanded=True)  # every stop of the tour listed, no "View more"
 with one_sentence_on_failure(current.url_path):  # the deployed config shows no traceback: see ui/page_errors.py
     sidebar.render(current.url_path)
     current.run()

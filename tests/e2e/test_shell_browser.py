@@ -115,6 +115,16 @@ def test_clicking_the_diagram_opens_the_page_in_the_same_session(page, wait_for_
     _click_opens_in_this_session(p, wait_for_app, block, target)
 
 
+def test_the_sidebar_lists_every_page_of_the_tour(page, wait_for_app):
+    """Thirteen pages: Streamlit folds a menu of more than ten behind "View more" unless told not to."""
+    p = page("/?lang=en")
+    wait_for_app(p)
+    nav = p.locator('[data-testid="stSidebarNav"] a')
+    expect(nav).to_have_count(len(TOUR))
+    for s in TOUR:
+        expect(p.locator('[data-testid="stSidebarNav"]')).to_contain_text(translate(s.title_key, "en"))
+
+
 def test_clicking_a_residual_arrow_opens_the_residual_stream(page, wait_for_app):
     """The grey residual arrows are thin lines: a click on the line itself (not its box's middle) opens the page."""
     p = _home_in_chinese(page, wait_for_app)
