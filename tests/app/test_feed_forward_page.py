@@ -1,0 +1,183 @@
+"""The feed-forward page under AppTest, on small random models written for the test (no training).
+
+Checks read what the page shows: the plotly figures' JSON, metrics, the table and the URL.
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from explain.ffn import ffn_view
+from model.checkpoint import load_checkpoint, save_checkpoint
+from model.config import TransformerConfig
+from model.tasks import get_task
+from model.tokenizer import CharTokenizer
+from model.transformer import Transformer
+from tests.app.apptest_helpers import chart, clean, open_script, query, random_model_fixtures, values
+from ui.i18n import LANGS, translate
+
+N_LAYERS, D_MODEL, D_FF = 2, 16, 32
+checkpoint_dir, random_models = random_model_fixtures(
+    ("copy", 3), ("dates", 4), folder="ffn_checkpoints", d_model=D_MODEL, n_heads=2, n_layers=N_LAYERS, d_ff=D_FF,
+    max_len=40)
+EXAMPLE = get_task("copy").example
+
+
+def open_ffn(app, lang: str = "en", **query: str) -> AppTest:
+    return open_script(app, "app_pages/feed_forward.py", {"lang": lang, **query}, home_first=True)
+
+
+def heatmaps(figure: dict) -> list[np.ndarray]:
+    return [values(trace["z"]) for trace in figure["data"] if trace["type"] == "heatmap"]
+
+
+def expected_view(checkpoint_dir, stack: str, layer: int, source: str = EXAMPLE):
+    return ffn_view(load_checkpoint(checkpoint_dir / "copy.pt"), source, stack, layer)
+
+
+# ------------------------------------------------------------------ inside one layer
+
+
+def test_default_view_shows_the_formula_and_the_first_encoder_layer(app, checkpoint_dir):
+    at = open_ffn(app)
+    assert at.text_input(key="ffn.text").value == EXAMPLE
+    assert query(at, "ff_text") == EXAMPLE
+    assert any(r"\max(0" in latex.value for latex in at.latex)
+    pre, post = heatmaps(chart(at, "ffn.activations"))
+    want = expected_view(checkpoint_dir, "encoder", 0)
+    assert pre.shape == (len(EXAMPLE), D_FF)
+    np.testing.assert_allclose(pre, want.pre, atol=1e-5)
+    np.testing.assert_allclose(post, np.maximum(pre, 0), atol=1e-6)  # the ReLU, as drawn
+
+
+def test_share_of_zeros_per_token_is_what_the_relu_left(app):
+    at = open_ffn(app)
+    _, post = heatmaps(chart(at, "ffn.activations"))
+    bars = chart(at, "ffn.zeros")["data"][0]
+    np.testing.assert_allclose(values(bars["x"]), (post == 0).mean(axis=1), atol=1e-4)
+    assert "%" in at.metric[0].value
+
+
+def test_output_chart_is_the_ffn_output(app, checkpoint_dir):
+    at = open_ffn(app, ff_stack="decoder", ff_layer="2")
+    output = heatmaps(chart(at, "ffn.output"))[0]
+    want = expected_view(checkpoint_dir, "decoder", 1)
+    assert output.shape == (len(EXAMPLE) + 1, D_MODEL)  # <bos> + the task's answer
+    np.testing.assert_allclose(output, want.output, atol=1e-5)
+    assert any("teacher forcing" in c.value for c in at.caption)
+
+
+def test_a_link_opens_the_same_view(app):
+    at = open_ffn(app, ff_stack="decoder", ff_layer="2", ff_text="abc")
+    assert at.segmented_control(key="ffn.stack").value == "decoder"
+    assert at.segmented_control(key="ffn.layer").value == 2
+    pre, _ = heatmaps(chart(at, "ffn.activations"))
+    assert pre.shape[0] == 4  # <bos> a b c
+
+
+def test_each_stack_and_layer_control_redraws(app, checkpoint_dir):
+    at = open_ffn(app)
+    first = heatmaps(chart(at, "ffn.activations"))[0]
+    clean(at.segmented_control(key="ffn.layer").set_value(2).run())
+    assert query(at, "ff_layer") == "2"
+    second = heatmaps(chart(at, "ffn.activations"))[0]
+    np.testing.assert_allclose(second, expected_view(checkpoint_dir, "encoder", 1).pre, atol=1e-5)
+    assert not np.allclose(first, second)
+    clean(at.segmented_control(key="ffn.stack").set_value("decoder").run())
+    assert query(at, "ff_stack") == "decoder"
+
+
+@pytest.mark.parametrize("name, bad", [("ff_layer", "9"), ("ff_stack", "middle"), ("ff_view", "nope"),
+                                       ("ff_from", "-3")])
+def test_bad_link_values_fall_back_with_a_notice(app, name, bad):
+    at = open_ffn(app, ff_view="position", **{name: bad}) if name != "ff_view" else open_ffn(app, **{name: bad})
+    assert len(at.toast) == 1
+    assert at.get("plotly_chart")
+
+
+# ------------------------------------------------------------------ position-wise
+
+
+def test_position_wise_copy_changes_only_that_position_in_the_ffn(app):
+    at = open_ffn(app, ff_view="position", ff_from="0", ff_to="3")
+    twin, ffn_others, attention_others = (float(m.value) for m in at.metric)
+    assert twin == 0.0 and ffn_others == 0.0
+    assert attention_others > 0.0
+    ffn_bars, attention_bars = (values(bar["y"]) for bar in chart(at, "ffn.position_chart")["data"])
+    assert ffn_bars[3] > 0 and np.count_nonzero(ffn_bars) == 1
+    assert np.count_nonzero(attention_bars) > 1  # attention carries the change to other tokens
+
+
+def test_position_pickers_are_bound_to_the_url(app):
+    at = open_ffn(app, ff_view="position")
+    clean(at.selectbox(key="ffn.copy_to").set_value(5).run())
+    assert query(at, "ff_to") == "5"
+    ffn_bars = values(chart(at, "ffn.position_chart")["data"][0]["y"])
+    assert np.flatnonzero(ffn_bars).tolist() == [5]
+
+
+def test_decoder_attention_change_stops_before_the_copied_position(app):
+    at = open_ffn(app, ff_view="position", ff_stack="decoder", ff_from="1", ff_to="4")
+    attention_bars = values(chart(at, "ffn.position_chart")["data"][1]["y"])
+    assert np.all(attention_bars[:4] == 0) and np.all(attention_bars[4:] > 0)  # the look-ahead mask
+
+
+# ------------------------------------------------------------------ parameters
+
+
+def test_parameters_of_this_model_and_the_paper(app):
+    at = open_ffn(app, ff_view="params")
+    table = at.dataframe[0].value
+    assert len(table) == 4
+    ffn_column = table[translate("ffn.params.col_ffn", "en")].tolist()
+    assert ffn_column == [2 * D_MODEL * D_FF + D_FF + D_MODEL] * 2 + [2_099_712] * 2
+    assert any("2{,}099{,}712" in latex.value and "1{,}050{,}624" in latex.value for latex in at.latex)
+    assert chart(at, "ffn.params_chart")["data"]
+
+
+# ------------------------------------------------------------------ both languages, other models
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("section", ["inside", "position", "params"])
+def test_every_section_in_both_languages(app, lang, section):
+    at = open_ffn(app, lang, ff_view=section)
+    assert at.title[0].value == translate("ffn.title", lang)
+    assert at.get("plotly_chart")
+
+
+def test_the_dates_model_works_too(app):
+    at = open_ffn(app, model="dates")
+    assert at.text_input(key="ffn.text").value == get_task("dates").example
+
+
+def variant_checkpoint(path, **switches) -> None:
+    missing = sorted(set(switches) - {f.name for f in fields(TransformerConfig)})
+    if missing:
+        pytest.skip(f"TransformerConfig has no {', '.join(missing)} field yet")
+    torch.manual_seed(0)
+    tokenizer = CharTokenizer(get_task("copy").alphabet)
+    config = TransformerConfig(tokenizer.vocab_size, tokenizer.vocab_size, d_model=16, n_heads=2, n_layers=1, d_ff=48,
+                               dropout=0.0, max_len=40, **switches)
+    save_checkpoint(path, Transformer(config).eval(), tokenizer, {"name": "copy"})
+
+
+def test_a_swiglu_model_shows_its_gate(app, tmp_path, monkeypatch):
+    from ui import models
+
+    variant_checkpoint(tmp_path / "copy.pt", ffn_kind="swiglu", norm_first=True, norm_kind="rms")
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
+    at = open_ffn(app)
+    assert any("SwiGLU" in info.value for info in at.info)
+    assert any("SiLU" in latex.value for latex in at.latex)
+    figure = chart(at, "ffn.activations")
+    assert "SiLU" in " ".join(a["text"] for a in figure["layout"]["annotations"])
+    pre, post = heatmaps(figure)
+    assert pre.shape[1] == 32  # swiglu_hidden(48)
+    np.testing.assert_allclose(post, pre / (1 + np.exp(-pre)), atol=1e-4)  # SiLU(z) = z·sigmoid(z)
+    clean(at.segmented_control(key="ffn.section").set_value("params").run())
+    assert any("SwiGLU" in c.value for c in at.caption)

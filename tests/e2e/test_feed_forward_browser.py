@@ -1,0 +1,76 @@
+"""The feed-forward page in a real browser: every control in both languages, the CSV, a phone-wide window.
+
+Needs a shipped model (assets/checkpoints); screenshots go to test-artifacts/.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, type_into, widget
+from ui import models
+from ui.i18n import LANGS, translate
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not models.shipped_models(), reason="no shipped model in assets/checkpoints"),
+]
+
+
+def pick_option(p, wait_for_app, label: str, option: str, pattern: str) -> None:
+    """Open the select box labelled ``label``, click ``option`` and wait for ``pattern`` in the URL."""
+    p.get_by_role("combobox", name=label, exact=True).click()
+    p.get_by_role("option", name=option, exact=True).click()
+    p.wait_for_url(re.compile(pattern))
+    wait_for_app(p)
+    assert p.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_feed_forward_every_control(page, wait_for_app, screenshot, lang):
+    p = page(f"/feed-forward?lang={lang}")
+    expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("ffn.title", lang))
+    for key in ("ffn.activations", "ffn.zeros", "ffn.output"):
+        expect(charts(p, key)).to_have_count(1)
+    screenshot(p, f"ffn_default_{lang}")
+
+    choose(p, wait_for_app, "ffn.stack", translate("ffn.stack.decoder", lang), "ff_stack", "decoder")
+    choose(p, wait_for_app, "ffn.layer", "2", "ff_layer", "2")
+    expect(p.get_by_text(re.compile(re.escape(translate("ffn.decoder_reads_task", lang, target="")[:12])))).to_be_visible()
+    with p.expect_download() as download:
+        widget(p, "ffn.export_hidden").get_by_role("button").click()
+    lines = download.value.path().read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "position,token,unit,before,after" and lines[1].startswith("0,<bos>,0,")
+    screenshot(p, f"ffn_decoder_layer2_{lang}")
+
+    type_into(p, wait_for_app, "ffn.text", "abcd")
+    p.wait_for_url(re.compile(r"ff_text=abcd(&|$)"))
+    choose(p, wait_for_app, "ffn.section", translate("ffn.section.position", lang), "ff_view", "position")
+    expect(charts(p, "ffn.position_chart")).to_have_count(1)
+    to_option = translate("ffn.position.option", lang, i=3, token="c")
+    pick_option(p, wait_for_app, translate("ffn.position.to", lang), to_option, r"ff_to=3(&|$)")
+    from_option = translate("ffn.position.option", lang, i=2, token="b")
+    pick_option(p, wait_for_app, translate("ffn.position.from", lang), from_option, r"ff_from=2(&|$)")
+    metrics = p.locator(f"{MAIN} [data-testid='stMetricValue']")
+    expect(metrics).to_have_count(3)
+    assert metrics.nth(1).inner_text().strip() == "0.0e+00"  # the FFN's other positions did not move
+    choose(p, wait_for_app, "ffn.stack", translate("ffn.stack.encoder", lang), "ff_stack", "encoder")
+    screenshot(p, f"ffn_position_wise_{lang}")
+
+    choose(p, wait_for_app, "ffn.section", translate("ffn.section.params", lang), "ff_view", "params")
+    expect(p.locator(f"{MAIN} [data-testid='stDataFrame']")).to_have_count(1)
+    expect(charts(p, "ffn.params_chart")).to_have_count(1)
+    assert query(p)["ff_view"] == "params"
+    screenshot(p, f"ffn_parameters_{lang}")
+    assert p.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.parametrize("section", ["inside", "position", "params"])
+def test_feed_forward_on_a_phone(page, screenshot, section):
+    p = page(f"/feed-forward?lang=en&ff_view={section}")
+    p.set_viewport_size({"width": 390, "height": 844})
+    p.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 1")
+    assert p.evaluate("() => document.documentElement.scrollWidth") <= 390
+    screenshot(p, f"ffn_phone_{section}_en")
