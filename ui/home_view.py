@@ -47,6 +47,8 @@ BLOCK_VIEWS: dict[tuple[str, str], tuple[str, dict[str, str], str]] = {
     ("140", "760"): ("attention", {"att_kind": "encoder"}, "attention.kind.encoder"),  # Multi-Head Self-Attention
     ("470", "760"): ("attention", {"att_kind": "decoder"}, "attention.kind.decoder"),  # Masked Multi-Head ...
     ("470", "620"): ("attention", {"att_kind": "cross"}, "attention.kind.cross"),  # Cross-Attention
+    ("140", "640"): ("ffn", {"ff_stack": "encoder"}, "ffn.stack.encoder"),  # encoder Feed Forward
+    ("470", "500"): ("ffn", {"ff_stack": "decoder"}, "ffn.stack.decoder"),  # decoder Feed Forward
 }
 _BLOCK = re.compile(r'<a href="\./[^"]*" data-page="([^"]+)">(.*?)</a>', re.DOTALL)
 _TITLE = re.compile(r"<title>.*?</title>", re.DOTALL)

@@ -162,7 +162,9 @@ BLOCKS = [("Cross-Attention", "attention", "att_kind", "cross"),
           ("Masked Multi-Head", "attention", "att_kind", "decoder"),
           ("Multi-Head", "attention", "att_kind", "encoder"),
           ("Output Embedding", "tokens", "tok_side", "decoder_in"),
-          ("Input Embedding", "tokens", "tok_side", "source")]
+          ("Input Embedding", "tokens", "tok_side", "source"),
+          ("Feed Forward", "ffn", "ff_stack", "encoder"),
+          ("Feed Forward", "ffn", "ff_stack", "decoder")]
 
 
 @pytest.mark.parametrize(("block", "target", "param", "value"), BLOCKS)
