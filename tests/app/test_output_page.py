@@ -1,0 +1,230 @@
+"""The output-and-loss page under AppTest, on small random models written for the test (no training).
+
+Checks read what the page shows (the charts' numbers, the metrics, the captions) and the URL.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from model.checkpoint import save_checkpoint
+from model.config import TransformerConfig
+from model.tasks import get_task
+from model.tokenizer import CharTokenizer
+from model.transformer import Transformer
+from tests.app.apptest_helpers import chart, clean, open_script, query, random_model_fixtures, values
+from ui.i18n import LANGS, translate
+from ui.url_state import markdown_literal
+
+SECTIONS = ("logits", "seed", "loss", "smoothing")
+checkpoint_dir, random_models = random_model_fixtures(
+    ("copy", 5), ("reverse", 6), folder="output_checkpoints", d_model=32, n_heads=2, n_layers=1, d_ff=64, max_len=40)
+SOURCE = get_task("copy").example  # what the page opens on
+
+
+@pytest.fixture(scope="module")
+def smoothed_model(checkpoint_dir):
+    """A ``sort`` model whose saved training config says label smoothing 0.2."""
+    torch.manual_seed(7)
+    tokenizer = CharTokenizer(get_task("sort").alphabet)
+    config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size, d_model=16,
+                               n_heads=2, n_layers=1, d_ff=32, dropout=0.0, max_len=40)
+    save_checkpoint(checkpoint_dir / "sort.pt", Transformer(config).eval(), tokenizer, {"name": "sort"},
+                    history={"config": {"label_smoothing": 0.2}})
+    return "sort"
+
+
+@pytest.fixture(scope="module")
+def pre_norm_model(checkpoint_dir):
+    """A pre-norm ``dates`` model with RMSNorm and SwiGLU: its last vector comes out of the decoder's final norm."""
+    torch.manual_seed(8)
+    tokenizer = CharTokenizer(get_task("dates").alphabet)
+    config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size, d_model=16,
+                               n_heads=2, n_layers=1, d_ff=32, dropout=0.0, max_len=40, norm_first=True,
+                               norm_kind="rms", ffn_kind="swiglu")
+    save_checkpoint(checkpoint_dir / "dates.pt", Transformer(config).eval(), tokenizer, {"name": "dates"})
+    return "dates"
+
+
+def open_output(app, lang: str = "en", **params: str) -> AppTest:
+    return open_script(app, "app_pages/output_and_loss.py", {"lang": lang, "model": "copy", **params}, home_first=True)
+
+
+def metric(at: AppTest, label_key: str, lang: str = "en") -> str:
+    label = translate(label_key, lang)
+    found = [m.value for m in at.metric if m.label == label]
+    assert len(found) == 1, [m.label for m in at.metric]
+    return found[0]
+
+
+def texts(elements) -> list[str]:
+    return [str(e.value) for e in elements]
+
+
+def probability_bars(at: AppTest) -> tuple[list[float], list[float], list[str]]:
+    """(logits, probabilities, bar colours) of the logits-and-probabilities chart."""
+    logits, probs = chart(at, "output.logits")["data"]
+    return values(logits["x"]).tolist(), values(probs["x"]).tolist(), probs["marker"]["color"]
+
+
+# ------------------------------------------------------------------ default view, both languages
+
+
+def test_default_view_follows_one_position_from_vector_to_probabilities(app):
+    at = open_output(app)
+    assert at.text_input(key="output.target").value == SOURCE  # the copy task's answer is the source itself
+    assert query(at, "out_view") == "logits" and query(at, "out_pos") == "0" and query(at, "out_temp") == "1.0"
+    vector = values(chart(at, "output.vector")["data"][0]["z"])
+    assert vector.shape == (1, 32)
+    logits, probs, colors = probability_bars(at)
+    assert len(probs) in (15, 16) and probs[:15] == sorted(probs[:15], reverse=True) and sum(probs) <= 1.0 + 1e-3
+    target = colors.index("#d62728")
+    assert float(metric(at, "output.logits.p_target")) == pytest.approx(probs[target], abs=1e-3)
+    # softmax of the shown logits, up to the tokens not shown: ratios of probabilities are e^(Δ logit).
+    assert probs[0] / probs[1] == pytest.approx(math.exp(logits[0] - logits[1]), rel=1e-2)
+    assert any(translate("output.target_is_answer", "en") == c for c in texts(at.caption))
+    assert not at.exception and not at.toast
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("section", SECTIONS)
+def test_every_section_in_both_languages(app, lang, section):
+    at = open_output(app, lang, out_view=section)
+    assert at.title[0].value == translate("output.title", lang)
+    assert translate(f"output.section_about.{section}", lang) in texts(at.caption)
+    assert at.segmented_control(key="output.section").value == section
+    expected_charts = {"logits": 3, "seed": 0, "loss": 1, "smoothing": 3}[section]
+    assert len(at.get("plotly_chart")) == expected_charts
+    assert not at.exception
+
+
+def test_the_seed_section_shows_the_seeds_numbers_computed_here(app):
+    at = open_output(app, out_view="seed")
+    code = at.code[0].value
+    assert code.count("0.2014133") == 3, code  # from logits, from probabilities, the training loss
+    softmax = at.dataframe[0].value
+    assert [float(p) for p in softmax["softmax"]] == [0.0900, 0.2447, 0.6652]
+
+
+# ------------------------------------------------------------------ URL values
+
+
+def test_url_values_open_that_view(app):
+    at = open_output(app, out_view="smoothing", out_eps="0.3", out_pos="2")
+    assert at.slider(key="output.epsilon").value == pytest.approx(0.3)
+    assert at.select_slider(key="output.position").value == 2
+    bars = chart(at, "output.targets")["data"]
+    one_hot, smoothed = values(bars[0]["x"]), values(bars[1]["x"])
+    target = int(np.argmax(one_hot))
+    assert smoothed[target] == pytest.approx(0.7) and one_hot.sum() == 1.0
+    assert f"**{translate('output.smoothing.targets_title', 'en', position=2, token=SOURCE[2])}"[2:] in \
+        " ".join(texts(at.markdown))
+    curve = chart(at, "output.loss_curve")["data"]
+    assert curve[2]["x"] == [pytest.approx(0.7)]  # the smoothed loss is lowest at 1 − ε
+    assert not at.toast
+
+
+def test_temperature_in_a_link(app):
+    cold = open_output(app, out_temp="0.0", out_pos="1")
+    _, probs, _ = probability_bars(cold)
+    assert sorted(probs, reverse=True)[:2] == [1.0, 0.0] and float(metric(cold, "output.logits.entropy")) == 0.0
+    hot = open_output(app, out_temp="5.0", out_pos="1")
+    assert float(metric(hot, "output.logits.entropy")) > float(metric(open_output(app, out_pos="1"),
+                                                                       "output.logits.entropy"))
+
+
+@pytest.mark.parametrize("name,bad", [("out_view", "nope"), ("out_temp", "99"), ("out_temp", "hot"),
+                                      ("out_eps", "0.9"), ("out_pos", "-1"), ("out_pos", "500")])
+def test_bad_url_values_fall_back_with_a_notice(app, name, bad):
+    section = {"out_eps": "smoothing"}.get(name, "logits")  # the ε slider is in the last section
+    at = open_output(app, **{"out_view": section, name: bad})
+    defaults = {"out_view": "logits", "out_temp": "1.0", "out_eps": "0.1", "out_pos": "0"}
+    assert query(at, name) == defaults[name]
+    assert len(at.toast) == 1 and markdown_literal(bad) in at.toast[0].value
+    assert not at.exception
+
+
+# ------------------------------------------------------------------ each control
+
+
+def test_each_control_changes_the_view_and_the_url(app):
+    at = open_output(app)
+    before = probability_bars(at)[1]
+    clean(at.select_slider(key="output.position").set_value(3).run())
+    assert query(at, "out_pos") == "3"
+    assert any(m.value.startswith("**Position 3.**") for m in at.markdown)
+    clean(at.slider(key="output.temperature").set_value(3.0).run())
+    assert query(at, "out_temp") == "3.0"
+    flat = probability_bars(at)[1]
+    assert max(flat) < max(before) or max(before) < 0.1
+    clean(at.segmented_control(key="output.section").set_value("smoothing").run())
+    assert query(at, "out_view") == "smoothing"
+    assert at.select_slider(key="output.position").value == 3, "the position is kept across sections"
+    clean(at.slider(key="output.epsilon").set_value(0.0).run())
+    assert query(at, "out_eps") == "0.0"
+    assert metric(at, "output.smoothing.floor") == "0.000" and metric(at, "output.smoothing.perfect_smoothed") == "0"
+    clean(at.slider(key="output.epsilon").set_value(0.25).run())
+    assert metric(at, "output.smoothing.perfect_smoothed") == "∞"
+    assert float(metric(at, "output.smoothing.floor")) > 0.5
+
+
+def test_a_wrong_target_costs_more_and_the_page_says_it_is_not_the_answer(app):
+    at = open_output(app, out_view="loss")
+    right = float(metric(at, "output.loss.mean"))
+    right_bars = values(chart(at, "output.losses")["data"][0]["y"])
+    wrong_target = "x" + SOURCE[1:]
+    clean(at.text_input(key="output.target").set_value(wrong_target).run())
+    assert query(at, "out_target") == wrong_target
+    assert any(c.startswith("This is not the task's answer") for c in texts(at.caption))
+    wrong_bars = values(chart(at, "output.losses")["data"][0]["y"])
+    assert len(wrong_bars) == len(right_bars)
+    assert wrong_bars[0] != pytest.approx(right_bars[0])
+    mean = float(metric(at, "output.loss.mean"))
+    assert mean == pytest.approx(float(wrong_bars.mean()), abs=2e-3) and mean != right
+    ppl = float(metric(at, "output.loss.ppl"))
+    assert ppl == pytest.approx(math.exp(float(wrong_bars.mean())), rel=2e-3)
+
+
+def test_the_target_follows_the_source_until_the_visitor_types_one(app):
+    at = open_output(app, model="reverse")
+    task = get_task("reverse")
+    assert at.text_input(key="output.target").value == task.target_for(task.example)
+    clean(at.text_input(key="output.text").set_value("abc").run())
+    assert at.text_input(key="output.target").value == "cba", "an untouched target follows the new source"
+    clean(at.text_input(key="output.target").set_value("abd").run())
+    clean(at.text_input(key="output.text").set_value("xyz").run())
+    assert at.text_input(key="output.target").value == "abd", "a typed target is kept"
+
+
+def test_an_empty_target_asks_for_one(app):
+    at = open_output(app, out_target="   ")
+    assert translate("output.no_target", "en") in texts(at.info)
+    assert not at.get("plotly_chart") and not at.exception
+
+
+def test_the_smoothing_section_uses_the_epsilon_the_model_was_trained_with(app, smoothed_model):
+    unknown = open_output(app, out_view="smoothing")
+    assert translate("output.smoothing.unknown_epsilon", "en") in texts(unknown.info)
+    assert not chart(unknown, "output.right_probs")["layout"].get("shapes")
+    known = open_output(app, out_view="smoothing", model=smoothed_model)
+    assert any(m.value.startswith("This model was trained with label smoothing ε = 0.2") for m in known.markdown)
+    line = chart(known, "output.right_probs")["layout"]["shapes"][0]
+    assert line["y0"] == pytest.approx(0.8)
+    assert not known.exception
+
+
+def test_a_pre_norm_model_says_where_its_last_vector_comes_from(app, pre_norm_model):
+    post = open_output(app)
+    assert any(c.startswith(translate("output.logits.vector_postnorm", "en")) for c in texts(post.caption))
+    pre = open_output(app, model=pre_norm_model)
+    assert any(c.startswith(translate("output.logits.vector_prenorm", "en")) for c in texts(pre.caption))
+    assert at_target(pre) == get_task("dates").target_for(get_task("dates").example)
+    assert not pre.exception
+
+
+def at_target(at: AppTest) -> str:
+    return at.text_input(key="output.target").value

@@ -1,0 +1,118 @@
+"""The output-and-loss page in a real browser: every control, both languages, a wrong target, the
+link to the Decoding page's teacher forcing, and a phone's width.
+
+Needs a shipped model (assets/checkpoints); screenshots go to test-artifacts/.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.test_phone_browser import OVERFLOW_JS, PHONE
+from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, type_into, widget
+from ui import models
+from ui.i18n import translate
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not models.shipped_models(), reason="no shipped model in assets/checkpoints"),
+]
+
+
+def metric(p, label: str):
+    """The value of the metric labelled ``label``."""
+    name = p.locator("[data-testid='stMetricLabel']", has_text=re.compile(rf"^{re.escape(label)}$"))
+    box = p.locator(f"{MAIN} [data-testid='stMetric']").filter(has=name)
+    return box.locator("[data-testid='stMetricValue']")
+
+
+def press(p, wait_for_app, key: str, keys: str, param: str, value: str) -> None:
+    """Focus the slider ``key``, press ``keys`` and wait for ``?param=value``."""
+    slider = widget(p, key).get_by_role("slider")
+    slider.focus()
+    slider.press(keys)
+    p.wait_for_url(re.compile(rf"[?&]{param}={re.escape(value)}(&|$)"))
+    wait_for_app(p)
+
+
+def test_output_every_control(page, wait_for_app, screenshot):
+    p = page("/output-and-loss?lang=en&model=copy")
+    expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("output.title", "en"))
+    expect(charts(p, "output.logits")).to_have_count(1)
+    expect(charts(p, "output.vector")).to_have_count(1)
+    expect(charts(p, "output.temperature_curve")).to_have_count(1)
+    expect(p.get_by_text("Position 0.")).to_be_visible()
+    p_right = translate("output.logits.p_target", "en")
+    first = float(metric(p, p_right).inner_text())
+    assert 0.8 < first < 0.95, "the shipped copy model gives the right token about 1 − ε = 0.9"
+    screenshot(p, "output_logits_en")
+
+    press(p, wait_for_app, "output.position", "ArrowRight", "out_pos", "1")
+    expect(p.get_by_text("Position 1.")).to_be_visible()
+    press(p, wait_for_app, "output.temperature", "End", "out_temp", "5.0")
+    hot = float(metric(p, p_right).inner_text())
+    assert hot < first / 2, "a high temperature flattens the distribution"
+    press(p, wait_for_app, "output.temperature", "Home", "out_temp", "0.0")
+    expect(metric(p, p_right)).to_have_text("1.000")  # temperature 0: the argmax takes everything
+    expect(metric(p, translate("output.logits.entropy", "en"))).to_have_text("0.000")
+    screenshot(p, "output_logits_cold_en")
+
+    choose(p, wait_for_app, "output.section", translate("output.section.seed", "en"), "out_view", "seed")
+    expect(p.get_by_text("0.2014133334159851").first).to_be_visible()
+    caption = p.get_by_text(re.compile(r"^Computed by torch here")).inner_text()
+    assert caption.count("0.0900, 0.2447, 0.6652") == 2, caption  # ours and the seed's
+    screenshot(p, "output_seed_en")
+
+    choose(p, wait_for_app, "output.section", translate("output.section.loss", "en"), "out_view", "loss")
+    expect(charts(p, "output.losses")).to_have_count(1)
+    ppl = translate("output.loss.ppl", "en")
+    right_ppl = float(metric(p, ppl).inner_text())
+    assert 1.0 < right_ppl < 1.5
+    screenshot(p, "output_loss_en")
+    type_into(p, wait_for_app, "output.target", "hellx world")  # one wrong character
+    p.wait_for_url(re.compile(r"out_target=hellx"))
+    expect(p.get_by_text(re.compile("^This is not the task's answer"))).to_be_visible()
+    expect(metric(p, ppl)).not_to_have_text(f"{right_ppl:.3f}")
+    assert float(metric(p, ppl).inner_text()) > 1.5, "a wrong token costs a lot"
+    screenshot(p, "output_loss_wrong_target_en")
+
+    choose(p, wait_for_app, "output.section", translate("output.section.smoothing", "en"), "out_view", "smoothing")
+    expect(charts(p, "output.right_probs")).to_have_count(1)
+    expect(charts(p, "output.targets")).to_have_count(1)
+    expect(charts(p, "output.loss_curve")).to_have_count(1)
+    press(p, wait_for_app, "output.epsilon", "Home", "out_eps", "0.0")
+    expect(metric(p, translate("output.smoothing.floor", "en"))).to_have_text("0.000")
+    press(p, wait_for_app, "output.epsilon", "ArrowRight", "out_eps", "0.05")
+    expect(metric(p, translate("output.smoothing.perfect_smoothed", "en"))).to_have_text("∞")
+    screenshot(p, "output_smoothing_en")
+    assert p.locator(EXCEPTION).count() == 0
+
+    p.get_by_role("link", name=translate("output.forcing_link", "en")).click()
+    p.wait_for_url(re.compile(r"/decoding\?.*dec_view=forcing"))
+    wait_for_app(p)
+    expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("decoding.title", "en"))
+    expect(charts(p, "decoding.forcing_chart")).to_have_count(1)
+    assert query(p)["model"] == "copy"
+
+
+@pytest.mark.parametrize("view", ["logits", "seed", "loss", "smoothing"])
+def test_output_in_chinese_on_a_phone(page, wait_for_app, screenshot, view):
+    p = page(f"/output-and-loss?lang=zh&out_view={view}", locale="zh-CN")
+    expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("output.title", "zh"))
+    expect(p.get_by_text(translate(f"output.section_about.{view}", "zh"))).to_be_visible()
+    screenshot(p, f"output_{view}_zh")
+    p.set_viewport_size(PHONE)
+    p.wait_for_timeout(800)  # charts redraw at the new width
+    overflow = p.evaluate(OVERFLOW_JS)
+    assert overflow["page"] <= PHONE["width"] + 1 and not overflow["sticking"], overflow
+    screenshot(p, f"output_{view}_zh_phone")
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def test_output_bad_url_values_fall_back(page, wait_for_app):
+    p = page("/output-and-loss?lang=en&out_view=nope&out_temp=99&out_pos=-3")
+    expect(charts(p, "output.logits")).to_have_count(1)
+    assert query(p)["out_view"] == "logits" and query(p)["out_temp"] == "1.0" and query(p)["out_pos"] == "0"
+    assert p.locator(EXCEPTION).count() == 0
