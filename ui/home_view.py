@@ -49,6 +49,8 @@ BLOCK_VIEWS: dict[tuple[str, str], tuple[str, dict[str, str], str]] = {
     ("470", "620"): ("attention", {"att_kind": "cross"}, "attention.kind.cross"),  # Cross-Attention
     ("140", "640"): ("ffn", {"ff_stack": "encoder"}, "ffn.stack.encoder"),  # encoder Feed Forward
     ("470", "500"): ("ffn", {"ff_stack": "decoder"}, "ffn.stack.decoder"),  # decoder Feed Forward
+    ("470", "370"): ("output", {"out_view": "logits"}, "output.section.logits"),  # Linear
+    ("470", "310"): ("output", {"out_view": "logits"}, "output.section.logits"),  # Softmax
 }
 _BLOCK = re.compile(r'<a href="\./[^"]*" data-page="([^"]+)">(.*?)</a>', re.DOTALL)
 _TITLE = re.compile(r"<title>.*?</title>", re.DOTALL)

@@ -164,7 +164,8 @@ BLOCKS = [("Cross-Attention", "attention", "att_kind", "cross"),
           ("Output Embedding", "tokens", "tok_side", "decoder_in"),
           ("Input Embedding", "tokens", "tok_side", "source"),
           ("Feed Forward", "ffn", "ff_stack", "encoder"),
-          ("Feed Forward", "ffn", "ff_stack", "decoder")]
+          ("Feed Forward", "ffn", "ff_stack", "decoder"),
+          ("Linear", "output", "out_view", "logits")]
 
 
 @pytest.mark.parametrize(("block", "target", "param", "value"), BLOCKS)
