@@ -1,0 +1,117 @@
+"""The LayerNorm page in a real browser: every control (the norm, the token, the pads switch, the
+seed, the batch), a screenshot per state in both languages, and the page at a phone's width.
+
+The server uses the shipped checkpoints; where none is installed, the sections that run a model
+show a notice and the checks that need one are skipped inside the test.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from explain.text import MAX_CHARS, MAX_LINES
+from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.widgets import EXCEPTION, query, widget
+from ui.i18n import LANGS, translate
+
+pytestmark = pytest.mark.e2e
+
+PLOT = ".js-plotly-plot"
+PHONE = {"width": 390, "height": 844}
+BATCH = "hello world\nattention is all you need\nhi!"
+
+
+def wait_for_url(p, wait_for_app, pattern: str) -> None:
+    """Wait until the rerun caused by an action has written ``pattern`` into the URL and finished."""
+    p.wait_for_url(re.compile(pattern))
+    wait_for_app(p)
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def has_model(p, lang: str) -> bool:
+    return p.get_by_text(translate("common.model.none_available", lang)).count() == 0
+
+
+def metric(p, label: str) -> str:
+    """The value of the st.metric labelled ``label``."""
+    box = p.get_by_test_id("stMetric").filter(has=p.get_by_text(label, exact=True))
+    return box.get_by_test_id("stMetricValue").inner_text().strip()
+
+
+def pick_option(p, label: str, option: str) -> None:
+    """Open the select box labelled ``label`` and click its option ``option``."""
+    box = p.get_by_role("combobox", name=label, exact=True)
+    box.scroll_into_view_if_needed()
+    box.click()
+    choice = p.get_by_role("option", name=option, exact=True)
+    if not choice.is_visible():  # a click that scrolled the page first may only focus the box
+        p.wait_for_timeout(500)
+        box.press("ArrowDown")
+    choice.click()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_layer_norm_page(page, wait_for_app, screenshot, lang):
+    p = page(f"/layer-norm?lang={lang}&model=copy")  # the default model follows the language
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("layernorm.title", lang))
+    assert p.locator(EXCEPTION).count() == 0
+    model = has_model(p, lang)
+    p.wait_for_function(f"document.querySelectorAll('{PLOT}').length >= {8 if model else 3}")
+    screenshot(p, f"layernorm_default_{lang}")
+
+    seed = widget(p, "layernorm.seed").get_by_role("radio", name="3", exact=True)
+    before = metric(p, translate("layernorm.grad.growth_post", lang))
+    seed.click()
+    wait_for_url(p, wait_for_app, r"ln_seed=3(&|$)")
+    expect(p.get_by_test_id("stMetric").filter(has=p.get_by_text(translate("layernorm.grad.growth_post", lang),
+                                                                  exact=True))).not_to_contain_text(before)
+    ARTIFACTS.mkdir(exist_ok=True)  # the page is taller than a screenshot: its last chart on its own
+    widget(p, "layernorm.grad_chart").screenshot(path=str(ARTIFACTS / f"layernorm_gradients_{lang}.png"))
+    if not model:
+        return
+
+    option = translate("layernorm.token.site_option", lang, stack=translate("layernorm.token.stack_decoder", lang),
+                       n=1, total=2, sublayer=translate("layernorm.token.sublayer_cross_attn", lang))
+    pick_option(p, translate("layernorm.token.site", lang), option)
+    wait_for_url(p, wait_for_app, r"ln_at=decoder\.0\.cross_attn")
+    expect(p.get_by_text(translate("layernorm.token.reads_post", lang).split("**")[0].strip())).to_be_visible()
+    screenshot(p, f"layernorm_decoder_cross_{lang}")
+
+    widget(p, "layernorm.token").get_by_role("slider").focus()
+    p.keyboard.press("End")
+    wait_for_url(p, wait_for_app, r"ln_tok=[1-9]")
+    assert int(query(p)["ln_tok"]) > 0
+
+    layer_label, batch_label = (translate(f"layernorm.batch.{name}_shift", lang) for name in ("layer", "batch"))
+    batch_before = metric(p, batch_label)
+    assert metric(p, layer_label) == "0.000"
+    p.locator('[data-testid="stCheckbox"]',
+              has=p.get_by_role("switch", name=translate("layernorm.batch.count_pads", lang), exact=True)).click()
+    wait_for_url(p, wait_for_app, r"ln_pads=false")
+    assert metric(p, batch_label) != batch_before
+    screenshot(p, f"layernorm_pads_off_{lang}")
+
+    # Another sentence of the batch changes: this sentence's BatchNorm output moves, its LayerNorm output does not.
+    shown = metric(p, batch_label)
+    box = p.get_by_role("textbox", name=translate("tokens.batch.input", lang, lines=MAX_LINES, chars=MAX_CHARS),
+                        exact=True)
+    box.fill(BATCH.replace("attention is all you need", "attention is all you need today"))
+    box.press("Control+Enter")
+    wait_for_url(p, wait_for_app, r"batch=hello\+world%0Aattention\+is\+all\+you\+need\+today")
+    expect(p.get_by_test_id("stMetric").filter(has=p.get_by_text(batch_label, exact=True))).not_to_contain_text(shown)
+    assert metric(p, layer_label) == "0.000"
+    screenshot(p, f"layernorm_batch_edited_{lang}")
+
+
+def test_layer_norm_page_on_a_phone(page, screenshot):
+    p = page("/layer-norm?lang=zh")
+    p.set_viewport_size(PHONE)
+    model = has_model(p, "zh")
+    p.wait_for_function(f"document.querySelectorAll('{PLOT}').length >= {8 if model else 3}")
+    assert p.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    screenshot(p, "layernorm_phone_zh")
+    ARTIFACTS.mkdir(exist_ok=True)  # below the page's first 5000 px: the diagram and the gradients on their own
+    for key in ("layernorm.wiring_pre", "layernorm.grad_chart"):
+        widget(p, key).screenshot(path=str(ARTIFACTS / f"layernorm_phone_{key.split('.')[1]}_zh.png"))
