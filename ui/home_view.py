@@ -49,6 +49,11 @@ BLOCK_VIEWS: dict[tuple[str, str], tuple[str, dict[str, str], str]] = {
     ("470", "620"): ("attention", {"att_kind": "cross"}, "attention.kind.cross"),  # Cross-Attention
     ("140", "640"): ("ffn", {"ff_stack": "encoder"}, "ffn.stack.encoder"),  # encoder Feed Forward
     ("470", "500"): ("ffn", {"ff_stack": "decoder"}, "ffn.stack.decoder"),  # decoder Feed Forward
+    ("140", "710"): ("layernorm", {"ln_at": "encoder.0.self_attn"}, "layernorm.token.sublayer_self_attn"),  # Add & Norm
+    ("140", "590"): ("layernorm", {"ln_at": "encoder.0.ffn"}, "layernorm.token.sublayer_ffn"),  # Add & Norm
+    ("470", "710"): ("layernorm", {"ln_at": "decoder.0.self_attn"}, "layernorm.token.sublayer_self_attn"),  # Add & Norm
+    ("470", "570"): ("layernorm", {"ln_at": "decoder.0.cross_attn"}, "layernorm.token.sublayer_cross_attn"),  # Add & Norm
+    ("470", "450"): ("layernorm", {"ln_at": "decoder.0.ffn"}, "layernorm.token.sublayer_ffn"),  # Add & Norm
     ("470", "370"): ("output", {"out_view": "logits"}, "output.section.logits"),  # Linear
     ("470", "310"): ("output", {"out_view": "logits"}, "output.section.logits"),  # Softmax
 }

@@ -165,7 +165,8 @@ BLOCKS = [("Cross-Attention", "attention", "att_kind", "cross"),
           ("Input Embedding", "tokens", "tok_side", "source"),
           ("Feed Forward", "ffn", "ff_stack", "encoder"),
           ("Feed Forward", "ffn", "ff_stack", "decoder"),
-          ("Linear", "output", "out_view", "logits")]
+          ("Linear", "output", "out_view", "logits"),
+          ("Add & Norm", "layernorm", "ln_at", "decoder.0.cross_attn")]
 
 
 @pytest.mark.parametrize(("block", "target", "param", "value"), BLOCKS)
