@@ -1,0 +1,217 @@
+"""The BLEU page under AppTest, on small random models written for the test (no training): their
+answers are mostly wrong, so BLEU, exact match and the worked sentence all have something to show.
+
+Checks read what the page shows (metrics, tables, formulas, the URL) and recompute it with sacrebleu.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from sacrebleu.metrics import BLEU
+from streamlit.testing.v1 import AppTest
+
+from model.checkpoint import save_checkpoint
+from model.config import TransformerConfig
+from model.tasks import get_task
+from model.transformer import Transformer
+from tests.app.apptest_helpers import clean, open_script, query, random_model_fixtures, texts
+from ui import models
+from ui.i18n import LANGS, translate
+
+checkpoint_dir, random_models = random_model_fixtures(("copy", 3), ("dates", 4), folder="bleu_checkpoints",
+                                                      d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=64)
+
+
+def open_bleu(app, lang: str = "en", **query_: str) -> AppTest:
+    return open_script(app, "app_pages/bleu.py", {"lang": lang, **query_})
+
+
+def metric(at: AppTest, key: str, lang: str = "en") -> str:
+    label = translate(f"bleu.metric.{key}", lang)
+    found = [m.value for m in at.metric if m.label == label]
+    assert len(found) == 1, [m.label for m in at.metric]
+    return found[0]
+
+
+def samples_table(at: AppTest, lang: str = "en"):
+    """The samples table, with the catalog's column names turned back into the code's."""
+    names = {translate(f"bleu.samples.{c}", lang): c for c in ("number", "source", "reference", "output", "exact",
+                                                                 "bleu")}
+    frames = [d.value for d in at.dataframe if set(names) <= set(d.value.columns)]
+    assert len(frames) == 1
+    return frames[0].rename(columns=names)
+
+
+def order_table(at: AppTest):
+    names = {translate(f"bleu.worked.order_col.{c}", "en"): c for c in ("n", "matches", "total", "precision")}
+    frames = [d.value for d in at.dataframe if set(names) <= set(d.value.columns)]
+    assert len(frames) == 1
+    return frames[0].rename(columns=names)
+
+
+def markdown_starting(at: AppTest, start: str) -> list[str]:
+    return [m.value for m in at.markdown if m.value.startswith(start)]
+
+
+# ------------------------------------------------------------------ the model on N samples
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_default_view_in_both_languages(app, lang):
+    at = open_bleu(app, lang)
+    assert at.title[0].value == translate("bleu.title", lang)
+    assert translate("bleu.tokenize_page.char", lang) in texts(at.info)
+    assert len(at.metric) == 4 and float(metric(at, "bleu", lang)) >= 0
+    assert len(samples_table(at, lang)) == 50
+    assert any(c.proto.id.endswith("-bleu.corpus_chart") for c in at.get("plotly_chart"))
+    assert (query(at, "bleu_view"), query(at, "bleu_n"), query(at, "bleu_seed"), query(at, "bleu_noise")) == \
+        ("corpus", "50", "0", "none")
+
+
+def test_the_metrics_are_sacrebleus_and_exact_match_of_the_table_shown(app):
+    at = open_bleu(app)
+    table = samples_table(at)
+    library = BLEU(tokenize="char").corpus_score(table["output"].tolist(), [table["reference"].tolist()])
+    assert metric(at, "bleu") == f"{library.score:.1f}"
+    assert metric(at, "bp") == f"{library.bp:.3f}"
+    assert metric(at, "ratio") == f"{library.sys_len / library.ref_len:.3f}"
+    exact = (table["output"] == table["reference"]).mean()
+    assert metric(at, "exact") == f"{exact:.1%}"
+    assert ((table["exact"] == "✓") == (table["output"] == table["reference"])).all()
+    for _, row in table.head(10).iterrows():  # each row's BLEU: sacrebleu's unsmoothed sentence score
+        own = BLEU(tokenize="char", smooth_method="none").sentence_score(row["output"], [row["reference"]]).score
+        assert row["bleu"] == pytest.approx(round(own, 1))
+
+
+def test_url_values_choose_the_samples_and_the_changes(app):
+    plain = samples_table(open_bleu(app, bleu_n="20", bleu_seed="5"))
+    assert len(plain) == 20
+    assert plain["source"].tolist() != samples_table(open_bleu(app, bleu_n="20"))["source"].tolist()
+    short = samples_table(open_bleu(app, bleu_n="20", bleu_seed="5", bleu_noise="short"))
+    assert short["source"].tolist() == plain["source"].tolist()
+    assert all(len(s) < len(p) or not p for s, p in zip(short["output"], plain["output"]))
+    assert all(p.startswith(s) for s, p in zip(short["output"], plain["output"]))
+    swapped = open_bleu(app, bleu_n="20", bleu_noise="swap")
+    assert (samples_table(swapped)["exact"] == "✗").all() and metric(swapped, "exact") == "0.0%"
+
+
+def test_bad_url_values_fall_back_with_a_notice(app):
+    at = open_bleu(app, bleu_n="7", bleu_noise="loud", bleu_view="nope", bleu_seed="-1")
+    assert len(at.toast) == 4
+    assert (query(at, "bleu_n"), query(at, "bleu_noise"), query(at, "bleu_view"), query(at, "bleu_seed")) == \
+        ("50", "none", "corpus", "0")
+    assert len(samples_table(at)) == 50
+
+
+def test_each_control_of_the_corpus_view(app):
+    at = open_bleu(app)
+    first = samples_table(at)
+    clean(at.slider(key="bleu.n").set_value(30).run())
+    assert len(samples_table(at)) == 30 and query(at, "bleu_n") == "30"
+    assert samples_table(at)["source"].tolist() == first["source"].tolist()[:30]  # the same stream, cut
+    clean(at.number_input(key="bleu.seed").set_value(2).run())
+    assert query(at, "bleu_seed") == "2" and samples_table(at)["source"].tolist() != first["source"].tolist()[:30]
+    clean(at.radio(key="bleu.noise").set_value("swap").run())
+    assert query(at, "bleu_noise") == "swap" and metric(at, "exact") == "0.0%"
+    clean(at.slider(key="bleu.n").set_value(120).run())  # several chunks, the last one cut
+    assert len(samples_table(at)) == 120
+
+
+SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "checkpoints"
+
+
+@pytest.mark.skipif(not (SHIPPED / "copy.pt").exists(), reason="no shipped copy model")
+def test_one_wrong_token_makes_exact_match_0_while_bleu_stays_high(app, monkeypatch):
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", SHIPPED)  # a trained model: its answers are right
+    right = open_bleu(app, model="copy", bleu_n="10")
+    assert float(metric(right, "bleu")) > 90 and float(metric(right, "exact").rstrip("%")) >= 90
+    at = open_bleu(app, model="copy", bleu_noise="swap", bleu_n="10")
+    assert metric(at, "exact") == "0.0%" and 50 < float(metric(at, "bleu")) < 100
+    table = samples_table(at)
+    best = table["bleu"].idxmax()
+    wrong = markdown_starting(at, f"Sample {best + 1} is wrong")
+    assert len(wrong) == 1 and f"its own BLEU is {table['bleu'][best]:.1f}" in wrong[0]
+
+
+# ------------------------------------------------------------------ one sentence by hand
+
+
+def test_the_worked_view_opens_on_the_first_wrong_answer_and_agrees_with_sacrebleu(app):
+    at = open_bleu(app, bleu_view="worked")
+    table = samples_table(open_bleu(app))
+    wrong = table.index[table["exact"] == "✗"]
+    first = int(wrong[0]) if len(wrong) else 0
+    assert at.selectbox(key="bleu.pick").value == first and query(at, "bleu_pick") == str(first)
+    row = table.iloc[first]
+    library = BLEU(tokenize="char", smooth_method="none").sentence_score(row["output"], [row["reference"]])
+    orders = order_table(at)
+    assert orders["matches"].tolist() == library.counts and orders["total"].tolist() == library.totals
+    assert markdown_starting(at, translate("bleu.worked.library_same", "en", tokenize="char",
+                                           bleu=f"{library.score:.2f}"))
+    assert any(c.proto.id.endswith("-bleu.worked_chart") for c in at.get("plotly_chart"))
+
+
+def test_each_control_of_the_worked_view(app):
+    at = open_bleu(app, bleu_view="worked", bleu_n="10")
+    clean(at.selectbox(key="bleu.pick").set_value(3).run())
+    assert query(at, "bleu_pick") == "3"
+    assert markdown_starting(at, translate("bleu.worked.sample_intro", "en", number=4))
+    clean(at.segmented_control(key="bleu.order").set_value(3).run())
+    assert query(at, "bleu_order") == "3" and any(r"p_3 = \frac" in x.value for x in at.latex)
+    clean(at.radio(key="bleu.pair").set_value("typed").run())
+    assert query(at, "bleu_pair") == "typed"
+    clean(at.text_input(key="bleu.reference").input("the cat is on the mat").run())
+    clean(at.text_input(key="bleu.candidate").input("the the the the").run())
+    clean(at.radio(key="bleu.tokenize").set_value("13a").run())
+    assert (query(at, "bleu_ref"), query(at, "bleu_cand"), query(at, "bleu_tok")) == \
+        ("the cat is on the mat", "the the the the", "13a")
+    orders = order_table(at)
+    assert orders["matches"].tolist() == [2, 0, 0, 0] and orders["total"].tolist() == [4, 3, 2, 1]
+    assert len(at.warning) == 1 and "2-gram, 3-gram, 4-gram" in at.warning[0].value
+    assert markdown_starting(at, translate("bleu.worked.library_same", "en", tokenize="13a", bleu="0.00"))
+
+
+def test_the_default_typed_pair_is_short_and_the_brevity_penalty_is_worked(app):
+    at = open_bleu(app, "zh", bleu_view="worked", bleu_pair="typed")
+    library = BLEU(tokenize="char", smooth_method="none").sentence_score("thank you so much",
+                                                                        ["thank you so much, my brother"])
+    assert library.bp < 1
+    assert any(r"\mathrm{BP} = e^{1 - 24/14}" in x.value and f"{library.bp:.4f}" in x.value for x in at.latex)
+    assert any(f"{library.score:.2f}" in x.value for x in at.latex)
+    assert markdown_starting(at, translate("bleu.worked.library_same", "zh", tokenize="char",
+                                           bleu=f"{library.score:.2f}"))
+
+
+def test_a_model_of_an_unknown_task_still_works_a_typed_pair(app, checkpoint_dir, monkeypatch, tmp_path):
+    torch.manual_seed(0)
+    task = get_task("copy")
+    tokenizer = task.source_tokenizer()
+    config = TransformerConfig(tokenizer.vocab_size, tokenizer.vocab_size, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                               dropout=0.0, max_len=64)
+    save_checkpoint(tmp_path / "mystery.pt", Transformer(config).eval(), tokenizer, {"name": "mystery"})
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
+    at = open_bleu(app, model="mystery")
+    assert translate("bleu.no_task", "en") in texts(at.info) and not at.metric
+    at = open_bleu(app, model="mystery", bleu_view="worked")
+    assert translate("bleu.no_task", "en") in texts(at.info)
+    assert at.text_input(key="bleu.candidate").value == "thank you so much" and len(order_table(at)) == 4
+
+
+@pytest.mark.parametrize("task,tokenize", [("en-zh", "zh"), ("zh-en", "13a")])
+def test_translation_models_are_scored_at_their_tokenisation(app, monkeypatch, tmp_path, task, tokenize):
+    torch.manual_seed(1)
+    source, target = get_task(task).source_tokenizer(), get_task(task).target_tokenizer()
+    config = TransformerConfig(source.vocab_size, target.vocab_size, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                               dropout=0.0, max_len=64)
+    save_checkpoint(tmp_path / f"{task}.pt", Transformer(config).eval(), source, {"name": task},
+                    target_tokenizer=target)
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
+    at = open_bleu(app, model=task, bleu_n="10", bleu_noise="swap")
+    assert translate(f"bleu.tokenize_page.{tokenize}", "en") in texts(at.info)
+    table = samples_table(at)
+    library = BLEU(tokenize=tokenize).corpus_score(table["output"].tolist(), [table["reference"].tolist()])
+    assert metric(at, "bleu") == f"{library.score:.1f}"
+    at = open_bleu(app, model=task, bleu_n="10", bleu_view="worked", bleu_pair="typed")
+    assert at.radio(key="bleu.tokenize").value == tokenize
