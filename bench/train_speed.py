@@ -24,10 +24,17 @@ epsilon over every class (ours, as in the Annotated Transformer, over the non-ta
 ones), and the dropout masks come from different generators. Our evaluation stops a 250-sequence
 chunk early once 0.99 is out of reach; the reference decodes all 1000 every time.
 
-    python bench/train_speed.py [--seeds 0 1 2 3 4 | --quick] [--threads 1] [--device cpu]
+Extra rows, ours only (``--variants``, all of them by default; ``--variants`` alone for none): the
+same run with the model's switches set to a modern variant (pre-norm, RMSNorm, SwiGLU, RoPE, and
+all four at once), so their speed is on record beside the paper's model. They run after each
+seed's ours/torch pair and change nothing in it. The no-position variant is not among them: its
+encoder cannot see order, so it never learns to copy.
+
+    python bench/train_speed.py [--seeds 0 1 2 3 4 | --quick] [--threads 1] [--device cpu] [--variants rope ...]
 
 The last stdout line is JSON: ratio (ours / torch, median seconds), both medians, step medians,
-cpu_ratio, per-step ratios, convergence, seeds, threads, device, and every run.
+cpu_ratio, per-step ratios, convergence, seeds, threads, device, every run, and ``variants``
+(per variant: median seconds, steps, ms per step and convergence, and its ratio to torch).
 """
 from __future__ import annotations
 
@@ -39,7 +46,7 @@ import statistics
 import sys
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -57,6 +64,13 @@ EVAL_SIZE = 1000
 EVAL_CHUNK = 250  # sequences decoded at once, the engine's chunk size
 EVAL_SEED_OFFSET = 1_000_003  # the engine samples its held-out set from random.Random(seed + this)
 SMALL = dict(d_model=64, n_heads=4, n_layers=2, d_ff=256)
+VARIANTS = {  # row name -> the model switches it sets (model.config.TransformerConfig); the rest stay the paper's
+    "pre-norm": dict(norm_first=True),
+    "rmsnorm": dict(norm_kind="rms"),
+    "swiglu": dict(ffn_kind="swiglu"),
+    "rope": dict(position_kind="rope"),
+    "modern": dict(norm_first=True, norm_kind="rms", ffn_kind="swiglu", position_kind="rope"),
+}
 # nn.TransformerEncoder's eval fast path packs the batch into a nested tensor and says so once.
 warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")
 
@@ -65,7 +79,7 @@ warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")
 class RunResult:
     """One training run to the target (or to a cap)."""
 
-    engine: str
+    engine: str  # "ours", "torch", or "ours:<variant>"
     seed: int
     seconds: float
     cpu_seconds: float  # process CPU time over the same span: what a busy machine's waiting does not inflate
@@ -86,7 +100,7 @@ def copy_config(seed: int, max_steps: int, max_seconds: float) -> TrainingConfig
 
 
 # -- ours ------------------------------------------------------------------------------------
-def train_ours(cfg: TrainingConfig, device: torch.device) -> RunResult:
+def train_ours(cfg: TrainingConfig, device: torch.device, engine: str = "ours") -> RunResult:
     run = TrainingRun(cfg, device=device)
     sizes = {k: getattr(run.model_config, k) for k in SMALL}
     if sizes != SMALL:
@@ -111,8 +125,13 @@ def train_ours(cfg: TrainingConfig, device: torch.device) -> RunResult:
     if snap.state == "failed":
         raise SystemExit(f"our run failed: {snap.reason}")
     converged = snap.reason == "target accuracy reached"
-    return RunResult("ours", cfg.seed, seconds, cpu_seconds, eval_seconds[0], snap.step, converged, snap.reason,
+    return RunResult(engine, cfg.seed, seconds, cpu_seconds, eval_seconds[0], snap.step, converged, snap.reason,
                      snap.accuracy)
+
+
+def train_variant(cfg: TrainingConfig, device: torch.device, name: str) -> RunResult:
+    """Our engine on the same run with the model switches of VARIANTS[name]."""
+    return train_ours(replace(cfg, **VARIANTS[name]), device, engine=f"ours:{name}")
 
 
 # -- the reference ---------------------------------------------------------------------------
@@ -250,6 +269,32 @@ def spread(values: list[float]) -> tuple[float, float, float]:
     return min(values), statistics.median(values), max(values)
 
 
+def print_run(result: RunResult) -> None:
+    flag = "" if result.converged else "   NOT CONVERGED"
+    print(f"seed {result.seed} {result.engine:5s}: {result.seconds:8.2f} s (evaluation {result.eval_seconds:6.2f} s, "
+          f"CPU {result.cpu_seconds:7.2f} s) "
+          f"{result.steps:5d} steps ({result.seconds / result.steps * 1e3:.2f} ms/step)  "
+          f"accuracy {result.accuracy}  {result.reason}{flag}", file=sys.stderr, flush=True)
+
+
+def variant_summary(runs: list[RunResult], torch_median_s: float, torch_median_cpu_s: float) -> dict:
+    """Per variant row: median seconds, CPU seconds, steps and ms per step, convergence, ratios to torch's medians."""
+    rows = {}
+    for name in dict.fromkeys(r.engine.removeprefix("ours:") for r in runs if r.engine.startswith("ours:")):
+        mine = [r for r in runs if r.engine == f"ours:{name}"]
+        seconds, cpu_seconds = statistics.median(r.seconds for r in mine), statistics.median(r.cpu_seconds for r in mine)
+        rows[name] = {"median_s": round(seconds, 3), "median_steps": statistics.median(r.steps for r in mine),
+                      "median_ms_per_step": round(statistics.median(r.seconds / r.steps for r in mine) * 1e3, 3),
+                      "converged": f"{sum(r.converged for r in mine)}/{len(mine)}",
+                      "ratio_to_torch": round(seconds / torch_median_s, 4), "median_cpu_s": round(cpu_seconds, 3),
+                      "cpu_ratio_to_torch": round(cpu_seconds / torch_median_cpu_s, 4)}
+        print(f"{name:9s}: median {seconds:.2f} s (CPU {cpu_seconds:.2f} s), {rows[name]['median_steps']:g} steps, "
+              f"{rows[name]['median_ms_per_step']:.2f} ms/step, converged {rows[name]['converged']}, "
+              f"ratio to torch {rows[name]['ratio_to_torch']:.3f} (CPU seconds {rows[name]['cpu_ratio_to_torch']:.3f})",
+              file=sys.stderr)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
@@ -258,6 +303,8 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=5000, help="step cap per run")
     parser.add_argument("--max-seconds", type=float, default=600.0, help="time cap per run")
     parser.add_argument("--device", default=None)
+    parser.add_argument("--variants", nargs="*", choices=list(VARIANTS), default=list(VARIANTS),
+                        help="extra rows, ours only, with the model's switches set to these variants")
     args = parser.parse_args()
     seeds = [0] if args.quick else args.seeds
     device = pick_device(args.device)
@@ -269,11 +316,11 @@ def main() -> None:
         for train in order:
             result = train(cfg, device)
             runs.append(result)
-            flag = "" if result.converged else "   NOT CONVERGED"
-            print(f"seed {seed} {result.engine:5s}: {result.seconds:8.2f} s (evaluation {result.eval_seconds:6.2f} s, "
-                  f"CPU {result.cpu_seconds:7.2f} s) "
-                  f"{result.steps:5d} steps ({result.seconds / result.steps * 1e3:.2f} ms/step)  "
-                  f"accuracy {result.accuracy}  {result.reason}{flag}", file=sys.stderr, flush=True)
+            print_run(result)
+        for name in args.variants:
+            result = train_variant(cfg, device, name)
+            runs.append(result)
+            print_run(result)
     summary: dict = {"device": str(device), "threads": torch.get_num_threads(), "seeds": seeds,
                      "max_steps": args.max_steps, "max_seconds": args.max_seconds}
     for engine in ("ours", "torch"):
@@ -300,7 +347,8 @@ def main() -> None:
     summary["train_step_ratio"] = round(summary["ours_median_train_ms_per_step"]
                                         / summary["torch_median_train_ms_per_step"], 4)
     summary["cpu_ratio"] = round(summary["ours_median_cpu_s"] / summary["torch_median_cpu_s"], 4)
-    summary["all_converged"] = all(r.converged for r in runs)
+    summary["variants"] = variant_summary(runs, summary["torch_median_s"], summary["torch_median_cpu_s"])
+    summary["all_converged"] = all(r.converged for r in runs if r.engine in ("ours", "torch"))
     summary["runs"] = [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(r).items()} for r in runs]
     print(f"ratio of medians (ours / torch, seconds): {summary['ratio']:.3f}   per step: "
           f"{summary['per_step_ratio']:.3f} (training only: {summary['train_step_ratio']:.3f})   "

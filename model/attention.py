@@ -11,12 +11,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from model.positional import rope_rotate_sequence
+
 
 @dataclass(frozen=True)
 class AttentionDetails:
     """Everything inside one attention call, per head. Shapes: (B, H, T, d_k) and (B, H, T_q, T_k)."""
 
-    q: torch.Tensor
+    q: torch.Tensor  # after RoPE's rotation when the model uses RoPE, so scores = q k^T (/ sqrt(d_k)) always
     k: torch.Tensor
     v: torch.Tensor
     scores: torch.Tensor  # QK^T (/ sqrt(d_k) when scaling), before the mask and the softmax
@@ -87,13 +89,18 @@ class MultiHeadAttention(nn.Module):
     self-attention projects once, cross-attention projects queries from the decoder and keys and
     values from the encoder memory with the two slices. As in the paper, dropout is applied to
     sublayer outputs, not to the attention weights, so the weights shown are the ones used.
+
+    With ``rope_base`` set (the RoPE variant), every head's queries are rotated by their positions
+    0..T-1 and its keys by theirs, 0..S-1, after the head split and before the scores, on both
+    paths; no weights are added.
     """
 
-    def __init__(self, d_model: int, n_heads: int) -> None:
+    def __init__(self, d_model: int, n_heads: int, rope_base: float | None = None) -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) must split evenly across n_heads ({n_heads}).")
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.rope_base = rope_base
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
 
@@ -111,11 +118,13 @@ class MultiHeadAttention(nn.Module):
         need_details: bool = False,
         scale_scores: bool = True,
         head_keep: torch.Tensor | None = None,
+        use_rope: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor | None, AttentionDetails | None]:
         """x: (B, T, d) queries; memory: (B, S, d) keys/values source (None = self-attention).
 
         head_keep: (H,) float, 1 keeps a head and 0 switches it off (its output is zeroed before
-        the heads are mixed). Returns (output (B, T, d), weights (B, H, T, S) or None, details or None).
+        the heads are mixed). ``use_rope=False`` skips the rotation of a RoPE model (no effect
+        otherwise). Returns (output (B, T, d), weights (B, H, T, S) or None, details or None).
         The explicit path runs when weights or details are asked for, SDPA otherwise.
         """
         B, T, d = x.shape
@@ -126,6 +135,8 @@ class MultiHeadAttention(nn.Module):
             q = F.linear(x, w[:d], b[:d])  # (B, T, d)
             k, v = F.linear(memory, w[d:], b[d:]).chunk(2, dim=-1)  # 2 x (B, S, d)
         q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)  # (B, H, T|S, d_k)
+        if self.rope_base is not None and use_rope:
+            q, k = rope_rotate_sequence(q, self.rope_base), rope_rotate_sequence(k, self.rope_base)
         weights = details = None
         if need_weights or need_details:
             out, weights, scores = scaled_dot_product_attention(

@@ -12,6 +12,10 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping, NamedTuple
 
 SIZE_FIELDS = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len")
+NORM_KINDS = ("layer", "rms")  # LayerNorm (the paper's) or RMSNorm
+FFN_KINDS = ("relu", "swiglu")  # the paper's two-layer ReLU MLP or the gated SwiGLU
+POSITION_KINDS = ("sinusoidal", "rope", "none")  # added to the embeddings, rotating Q and K, or nothing
+VARIANT_KINDS = {"norm_kind": NORM_KINDS, "ffn_kind": FFN_KINDS, "position_kind": POSITION_KINDS}
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ MESSAGES = {  # problem code -> English sentence, formatted with the problem's v
     "dropout": "dropout is a probability in [0, 1), got {value}.",
     "pe_base": "pe_base must be greater than 1 (the paper uses 10000), got {value}.",
     "pad_id": "pad_id ({pad_id}) must be a token id inside both vocabularies.",
+    "variant": "{name} must be one of {choices}, got {value}.",
 }
 
 
@@ -91,13 +96,64 @@ def dropout_problem(dropout: object) -> Problem | None:
     return None
 
 
+def variant_problem(name: str, value: object) -> Problem | None:
+    """What is wrong with variant switch ``name`` (a key of VARIANT_KINDS) set to ``value``, or None."""
+    kinds = VARIANT_KINDS[name]
+    if not (isinstance(value, str) and value in kinds):
+        return Problem("variant", {"name": name, "value": repr(value), "choices": ", ".join(kinds)})
+    return None
+
+
+def swiglu_hidden(d_ff: int) -> int:
+    """Hidden width of a SwiGLU feed-forward that has about as many parameters as a ReLU one of width d_ff.
+
+    SwiGLU has three d_model x hidden matrices (and no biases) where the ReLU MLP has two (with
+    biases), so the hidden width is 2/3 of d_ff, rounded to the nearest whole number (at least 1):
+    d_ff 256 -> 171, d_ff 64 -> 43. The counts then stay within 2 % (:func:`ffn_parameter_count`):
+    d_model 64 with d_ff 256 gives 33,088 (ReLU) vs 32,832 (SwiGLU), d_model 32 with d_ff 64 gives
+    4,192 vs 4,128.
+    """
+    return max(1, round(2 * d_ff / 3))
+
+
+def ffn_parameter_count(d_model: int, d_ff: int, ffn_kind: str) -> int:
+    """Trainable parameters of one feed-forward block.
+
+    ReLU: W1 (d_model x d_ff) + b1 + W2 (d_ff x d_model) + b2 = 2·d_model·d_ff + d_ff + d_model.
+    SwiGLU: W1, V (d_model x h) and W2 (h x d_model), no biases = 3·d_model·h, h = swiglu_hidden(d_ff).
+    """
+    if ffn_kind == "swiglu":
+        return 3 * d_model * swiglu_hidden(d_ff)
+    if ffn_kind == "relu":
+        return 2 * d_model * d_ff + d_ff + d_model
+    raise ValueError(f"ffn_kind must be one of {', '.join(FFN_KINDS)}, got {ffn_kind!r}.")
+
+
+def norm_parameter_count(d_model: int, norm_kind: str) -> int:
+    """Trainable parameters of one normalisation: LayerNorm has a gain and a bias (2·d_model), RMSNorm a gain."""
+    if norm_kind == "layer":
+        return 2 * d_model
+    if norm_kind == "rms":
+        return d_model
+    raise ValueError(f"norm_kind must be one of {', '.join(NORM_KINDS)}, got {norm_kind!r}.")
+
+
 @dataclass(frozen=True)
 class TransformerConfig:
     """Sizes and switches of an encoder-decoder Transformer.
 
-    ``n_layers`` is used for both the encoder and the decoder stack. ``norm_first=False`` is the
-    paper's post-norm (``LayerNorm(x + sublayer(x))``); ``True`` is pre-norm
-    (``x + sublayer(LayerNorm(x))``) with a final LayerNorm after each stack.
+    ``n_layers`` is used for both the encoder and the decoder stack. The defaults are the paper's
+    model; four switches make the modern variants (a checkpoint without them means the defaults):
+
+    * ``norm_first``: False is the paper's post-norm ``Norm(x + sublayer(x))``; True is pre-norm
+      ``x + sublayer(Norm(x))`` with a final Norm after each stack.
+    * ``norm_kind``: "layer" is LayerNorm ``(x - mean(x)) / sqrt(var(x) + eps) · γ + β``; "rms" is
+      RMSNorm ``x / sqrt(mean(x²) + eps) · γ`` (no centring, no β).
+    * ``ffn_kind``: "relu" is ``max(0, x W1 + b1) W2 + b2`` of width d_ff; "swiglu" is
+      ``(SiLU(x W1) ⊙ x V) W2`` of width ``swiglu_hidden(d_ff)`` (about the same parameter count).
+    * ``position_kind``: "sinusoidal" adds the paper's sin/cos table to the embeddings; "rope"
+      rotates every head's queries and keys by their positions in every attention, self and cross
+      (the scores then depend only on the offset between query and key); "none" gives no order at all.
     """
 
     src_vocab_size: int
@@ -109,6 +165,9 @@ class TransformerConfig:
     dropout: float = 0.1
     max_len: int = 256
     norm_first: bool = False
+    norm_kind: str = "layer"
+    ffn_kind: str = "relu"
+    position_kind: str = "sinusoidal"
     pe_base: float = 10000.0
     pad_id: int = 0
 
@@ -126,6 +185,10 @@ class TransformerConfig:
         problem = size_problem(self.d_model, self.n_heads) or dropout_problem(self.dropout)
         if problem is not None:
             return problem
+        for name in VARIANT_KINDS:
+            problem = variant_problem(name, getattr(self, name))
+            if problem is not None:
+                return problem
         if not (is_number(self.pe_base) and self.pe_base > 1):
             return Problem("pe_base", {"value": repr(self.pe_base)})
         if not (is_whole(self.pad_id) and 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size)):

@@ -10,6 +10,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from model.config import NORM_KINDS, TransformerConfig, swiglu_hidden
+
+NORM_EPS = 1e-5  # the eps of nn.LayerNorm, used by RMSNorm too
+
 
 _local = threading.local()
 
@@ -67,7 +71,10 @@ class TokenEmbedding(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """Position-wise feed-forward: the same two-layer ReLU MLP applied to every position alone."""
+    """Position-wise feed-forward: the same two-layer ReLU MLP applied to every position alone.
+
+    FFN(x) = max(0, x W1 + b1) W2 + b2, with W1 = ``linear1`` (d_model -> d_ff), W2 = ``linear2``.
+    """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
         super().__init__()
@@ -75,22 +82,84 @@ class FeedForward(nn.Module):
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout = Dropout(dropout)
 
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, d) -> (B, T, d_ff): the activations between the two layers, before dropout."""
+        return F.relu(self.linear1(x))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(self.dropout(F.relu(self.linear1(x))))  # (B, T, d) -> (B, T, d_ff) -> (B, T, d)
+        return self.linear2(self.dropout(self.hidden(x)))  # (B, T, d) -> (B, T, d_ff) -> (B, T, d)
+
+
+class SwiGLUFeedForward(nn.Module):
+    """Gated feed-forward (Shazeer 2020, as in LLaMA): FFN(x) = (SiLU(x W1) ⊙ x V) W2, no biases.
+
+    W1 = ``linear_gate`` (its SiLU is the gate), V = ``linear1`` (the values the gate scales),
+    W2 = ``linear2``; SiLU(z) = z · sigmoid(z). ``hidden`` is :func:`model.config.swiglu_hidden`
+    of d_ff, so the block has about as many parameters as the ReLU one.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        width = swiglu_hidden(d_ff)
+        self.linear_gate = nn.Linear(d_model, width, bias=False)
+        self.linear1 = nn.Linear(d_model, width, bias=False)
+        self.linear2 = nn.Linear(width, d_model, bias=False)
+        self.dropout = Dropout(dropout)
+
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, d) -> (B, T, hidden): SiLU(x W1) ⊙ x V, before dropout."""
+        return F.silu(self.linear_gate(x)) * self.linear1(x)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear2(self.dropout(self.hidden(x)))  # (B, T, d) -> (B, T, hidden) -> (B, T, d)
+
+
+def make_feed_forward(cfg: TransformerConfig) -> FeedForward | SwiGLUFeedForward:
+    """The feed-forward block ``cfg.ffn_kind`` names, of width d_ff (ReLU) or swiglu_hidden(d_ff)."""
+    kind = SwiGLUFeedForward if cfg.ffn_kind == "swiglu" else FeedForward
+    return kind(cfg.d_model, cfg.d_ff, cfg.dropout)
+
+
+class RMSNorm(nn.Module):
+    """Root-mean-square normalisation (Zhang & Sennrich 2019): x / sqrt(mean(x²) + eps) · γ.
+
+    Unlike LayerNorm it neither subtracts the mean nor adds a bias β: only the size of each
+    vector is normalised, over its last dimension. ``weight`` is γ (starts at 1).
+    """
+
+    def __init__(self, d_model: int, eps: float = NORM_EPS) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+    def extra_repr(self) -> str:
+        return f"{self.weight.numel()}, eps={self.eps}"
+
+
+def make_norm(kind: str, d_model: int) -> nn.LayerNorm | RMSNorm:
+    """A LayerNorm (``kind`` "layer") or an RMSNorm ("rms") over vectors of size d_model."""
+    if kind == "layer":
+        return nn.LayerNorm(d_model, eps=NORM_EPS)
+    if kind == "rms":
+        return RMSNorm(d_model, eps=NORM_EPS)
+    raise ValueError(f"The norm kind must be one of {', '.join(NORM_KINDS)}, got {kind!r}.")
 
 
 class SublayerConnection(nn.Module):
-    """Residual connection plus LayerNorm around a sublayer.
+    """Residual connection plus a normalisation (``norm``: LayerNorm or RMSNorm) around a sublayer.
 
-    Post-norm (the paper): ``LayerNorm(x + dropout(sublayer(x)))``.
-    Pre-norm: ``x + dropout(sublayer(LayerNorm(x)))``; it trains more easily in deep stacks but
-    needs a final LayerNorm after the stack.
+    Post-norm (the paper): ``Norm(x + dropout(sublayer(x)))``.
+    Pre-norm: ``x + dropout(sublayer(Norm(x)))``; it trains more easily in deep stacks but
+    needs a final Norm after the stack.
     The sublayer returns (output, extra); ``extra`` (e.g. attention weights) is passed through.
     """
 
-    def __init__(self, d_model: int, dropout: float, norm_first: bool) -> None:
+    def __init__(self, d_model: int, dropout: float, norm_first: bool, norm_kind: str = "layer") -> None:
         super().__init__()
-        self.norm = nn.LayerNorm(d_model)
+        self.norm = make_norm(norm_kind, d_model)
         self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 

@@ -47,3 +47,19 @@ def rope_rotate(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0)
     rotated[..., 0::2] = even * cos - odd * sin
     rotated[..., 1::2] = even * sin + odd * cos
     return rotated
+
+
+def rope_rotate_sequence(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """RoPE of a sequence at positions 0..P-1: x (..., P, d) -> the same shape, as the model's attention uses it.
+
+    Every pair (2i, 2i+1) turns by ``rope_rotate``; when d is odd (a head of odd size) the last
+    dimension has no partner and is left as it is, so it carries no position.
+    """
+    P, d = x.shape[-2:]
+    positions = torch.arange(P, device=x.device)
+    paired = d - d % 2
+    if paired == d:
+        return rope_rotate(x, positions, base)
+    if paired == 0:
+        return x
+    return torch.cat([rope_rotate(x[..., :paired], positions, base), x[..., paired:]], dim=-1)

@@ -14,7 +14,7 @@ from torch import nn
 
 from model.attention import AttentionDetails, MultiHeadAttention
 from model.config import TransformerConfig
-from model.layers import Dropout, FeedForward, SublayerConnection, TokenEmbedding
+from model.layers import Dropout, SublayerConnection, TokenEmbedding, make_feed_forward, make_norm
 from model.masks import look_ahead_mask, padding_mask
 from model.positional import positional_encoding
 
@@ -26,6 +26,8 @@ class ForwardOptions:
     """Switches that change what a forward pass computes or returns (not the weights).
 
     ablate_heads: (kind, layer, head) triples to switch off, kind in ATTENTION_KINDS.
+    use_positional_encoding=False switches off whichever position signal the model has: the
+    sinusoidal table added to the embeddings, or RoPE's rotation of Q and K.
     """
 
     use_padding_mask: bool = True
@@ -59,15 +61,24 @@ class TransformerOutput:
     memory: torch.Tensor | None = None  # (B, S, d) encoder output
 
 
+def _attention(cfg: TransformerConfig) -> MultiHeadAttention:
+    """One multi-head attention of the config: with RoPE's rotation when position_kind is "rope"."""
+    return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.pe_base if cfg.position_kind == "rope" else None)
+
+
+def _sublayer(cfg: TransformerConfig) -> SublayerConnection:
+    return SublayerConnection(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_kind)
+
+
 class EncoderLayer(nn.Module):
-    """Self-attention, then feed-forward, each inside a residual + LayerNorm."""
+    """Self-attention, then feed-forward, each inside a residual + normalisation."""
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
-        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
-        self.attn_sublayer = SublayerConnection(cfg.d_model, cfg.dropout, cfg.norm_first)
-        self.ff_sublayer = SublayerConnection(cfg.d_model, cfg.dropout, cfg.norm_first)
+        self.self_attn = _attention(cfg)
+        self.feed_forward = make_feed_forward(cfg)
+        self.attn_sublayer = _sublayer(cfg)
+        self.ff_sublayer = _sublayer(cfg)
 
     def forward(self, x, mask, opts: ForwardOptions, head_keep=None):
         """x: (B, S, d), mask: (B, 1, 1, S) or None -> (x, weights (B, H, S, S) | None, details | None)."""
@@ -75,7 +86,7 @@ class EncoderLayer(nn.Module):
             x,
             lambda h: self.self_attn(
                 h, None, mask, need_weights=opts.need_weights, need_details=opts.need_details,
-                scale_scores=opts.scale_scores, head_keep=head_keep,
+                scale_scores=opts.scale_scores, head_keep=head_keep, use_rope=opts.use_positional_encoding,
             ),
         )
         x, = self.ff_sublayer(x, lambda h: (self.feed_forward(h),))
@@ -87,16 +98,17 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
-        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
-        self.self_attn_sublayer = SublayerConnection(cfg.d_model, cfg.dropout, cfg.norm_first)
-        self.cross_attn_sublayer = SublayerConnection(cfg.d_model, cfg.dropout, cfg.norm_first)
-        self.ff_sublayer = SublayerConnection(cfg.d_model, cfg.dropout, cfg.norm_first)
+        self.self_attn = _attention(cfg)
+        self.cross_attn = _attention(cfg)
+        self.feed_forward = make_feed_forward(cfg)
+        self.self_attn_sublayer = _sublayer(cfg)
+        self.cross_attn_sublayer = _sublayer(cfg)
+        self.ff_sublayer = _sublayer(cfg)
 
     def forward(self, y, memory, tgt_mask, src_mask, opts: ForwardOptions, self_keep=None, cross_keep=None):
         """y: (B, T, d), memory: (B, S, d), tgt_mask: (B|1, 1, T|1, T), src_mask: (B, 1, 1, S)."""
-        kw = dict(need_weights=opts.need_weights, need_details=opts.need_details, scale_scores=opts.scale_scores)
+        kw = dict(need_weights=opts.need_weights, need_details=opts.need_details, scale_scores=opts.scale_scores,
+                  use_rope=opts.use_positional_encoding)
         y, self_w, self_d = self.self_attn_sublayer(
             y, lambda h: self.self_attn(h, None, tgt_mask, head_keep=self_keep, **kw)
         )
@@ -124,9 +136,9 @@ class Transformer(nn.Module):
         self.embed_dropout = Dropout(cfg.dropout)
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_layers))
-        # Pre-norm leaves the residual stream un-normalised, so each stack ends with a LayerNorm.
-        self.encoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else None
-        self.decoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else None
+        # Pre-norm leaves the residual stream un-normalised, so each stack ends with a norm.
+        self.encoder_norm = make_norm(cfg.norm_kind, cfg.d_model) if cfg.norm_first else None
+        self.decoder_norm = make_norm(cfg.norm_kind, cfg.d_model) if cfg.norm_first else None
         self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
         for p in self.parameters():
             if p.dim() > 1:
@@ -141,14 +153,18 @@ class Transformer(nn.Module):
 
     # -- pieces -----------------------------------------------------------------------------
     def embed(self, ids: torch.Tensor, side: str, use_positional_encoding: bool = True) -> torch.Tensor:
-        """(B, T) ids -> (B, T, d): token embedding * sqrt(d_model) + positional encoding, dropout."""
+        """(B, T) ids -> (B, T, d): token embedding * sqrt(d_model) (+ the sinusoidal table), dropout.
+
+        The table is added only when the model's position_kind is "sinusoidal" (RoPE rotates Q and K
+        inside attention instead; "none" has no position signal).
+        """
         T = ids.size(1)
         if T > self.config.max_len:
             raise ValueError(
                 f"The sequence has {T} tokens but this model handles at most {self.config.max_len}."
             )
         x = (self.src_embed if side == "src" else self.tgt_embed)(ids)
-        if use_positional_encoding:
+        if use_positional_encoding and self.config.position_kind == "sinusoidal":
             x = x + self.pe[:T]
         return self.embed_dropout(x)
 
