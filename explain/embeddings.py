@@ -16,6 +16,9 @@ class EmbeddingStages:
     """The four steps from ids to the encoder's input, each (T, d_model) float64.
 
     ``total == lookup * scale + positional``, which is ``model.embed(ids, "src")`` in eval mode.
+    ``position_kind`` is the model's (``model.config.POSITION_KINDS``): only a "sinusoidal" model adds
+    a table here; for "rope" (positions rotate Q and K inside every attention) and "none",
+    ``positional`` is all zeros, as the model adds nothing.
     ``matrix`` is the whole source embedding table (V, d_model) and ``vocab`` its row labels.
     """
 
@@ -28,6 +31,7 @@ class EmbeddingStages:
     total: np.ndarray
     matrix: np.ndarray
     vocab: list[str]
+    position_kind: str = "sinusoidal"
 
 
 @torch.inference_mode()
@@ -39,12 +43,15 @@ def embedding_stages(ckpt, ids: tuple[int, ...]) -> EmbeddingStages:
     ids = list(ids)[: model.config.max_len]
     lookup = matrix[ids]  # (T, d)
     scale = float(embed.scale)
+    position_kind = getattr(model.config, "position_kind", "sinusoidal")
     positional = to_numpy(model.pe[: len(ids)])  # (T, d)
+    if position_kind != "sinusoidal":  # RoPE acts inside attention; "none" has no position at all
+        positional = np.zeros_like(positional)
     scaled = lookup * scale
     return EmbeddingStages(
         tokens=ckpt.tokenizer.token_strings(ids), ids=ids, scale=scale, lookup=lookup, scaled=scaled,
         positional=positional, total=scaled + positional, matrix=matrix,
-        vocab=ckpt.tokenizer.token_strings(range(matrix.shape[0])),
+        vocab=ckpt.tokenizer.token_strings(range(matrix.shape[0])), position_kind=position_kind,
     )
 
 

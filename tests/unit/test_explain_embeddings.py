@@ -26,3 +26,23 @@ def test_embedding_stages_are_what_the_model_feeds_its_encoder():
 def test_rms_is_the_typical_entry():
     assert rms(np.array([[3.0, -3.0], [3.0, 3.0]])) == pytest.approx(3.0)
     assert rms(np.zeros((0, 4))) == 0.0
+
+
+@pytest.mark.parametrize("position_kind", ["rope", "none"])
+def test_a_model_without_an_added_table_shows_no_positional_term(position_kind):
+    """RoPE turns Q and K inside attention and "none" has no position: neither adds anything to the embedding."""
+    from types import SimpleNamespace
+
+    from model.config import TransformerConfig
+    from model.transformer import Transformer
+
+    plain = untrained_checkpoint(n_layers=1)
+    config = TransformerConfig(**{**plain.model.config.to_dict(), "position_kind": position_kind})
+    ckpt = SimpleNamespace(model=Transformer(config).eval(), tokenizer=plain.tokenizer, task=plain.task)
+    ids = tuple(ckpt.tokenizer.encode("hello"))
+    stages = embedding_stages(ckpt, ids)
+    assert stages.position_kind == position_kind
+    assert not stages.positional.any()
+    with torch.inference_mode():
+        reference = ckpt.model.embed(torch.tensor([ids]), "src")[0].double().numpy()
+    np.testing.assert_allclose(stages.total, reference, atol=1e-5)
