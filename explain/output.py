@@ -18,7 +18,6 @@ from torch.nn import functional as F
 
 from explain.tokens import target_tokenizer
 from model.loss import label_smoothed_cross_entropy
-from model.transformer import EncoderOutput, ForwardOptions, Transformer
 
 TOP_K = 15  # tokens a distribution lists: the most likely ones, then the target if it is not among them
 GREEDY_TEMPERATURE = 1e-6  # at or below this, softmax(logits / T) is the one-hot of the argmax
@@ -92,16 +91,6 @@ def trained_epsilon(checkpoint: Any) -> float | None:
     return None
 
 
-def decoder_states(model: Transformer, tgt_in: torch.Tensor, encoded: EncoderOutput,
-                   opts: ForwardOptions) -> torch.Tensor:
-    """(B, T, d_model): the vectors ``model.generator`` turns into logits (``Transformer.decode`` up to it)."""
-    tgt_mask = model.target_mask(tgt_in, opts)
-    y = model.embed(tgt_in, "tgt", opts.use_positional_encoding)
-    for layer in model.decoder_layers:
-        y, _, _ = layer(y, encoded.memory, tgt_mask, encoded.src_mask, opts)
-    return y if model.decoder_norm is None else model.decoder_norm(y)
-
-
 @torch.inference_mode()
 def output_view(checkpoint: Any, source: str, target: str) -> OutputView:
     """``source`` encoded, ``<bos>`` + ``target`` read by the decoder in one pass (teacher forcing):
@@ -111,11 +100,9 @@ def output_view(checkpoint: Any, source: str, target: str) -> OutputView:
     src = src_tok.encode(source)[:limit]
     tgt = tgt_tok.encode(target)[: limit - 1]
     inputs, targets = [tgt_tok.bos_id] + tgt, tgt + [tgt_tok.eos_id]
-    opts = ForwardOptions(need_weights=False)
     device = model.device
-    encoded = model.encode(torch.tensor([src], device=device), opts)
-    hidden = decoder_states(model, torch.tensor([inputs], device=device), encoded, opts)
-    logits = model.generator(hidden)
+    out = model(torch.tensor([src], device=device), torch.tensor([inputs], device=device), need_weights=False)
+    hidden, logits = out.decoder_state, out.logits
     vocab_size = model.config.tgt_vocab_size
     return OutputView(
         src_tokens=src_tok.token_strings(src),

@@ -59,6 +59,7 @@ class TransformerOutput:
     decoder_details: tuple[AttentionDetails, ...] = ()
     cross_details: tuple[AttentionDetails, ...] = ()
     memory: torch.Tensor | None = None  # (B, S, d) encoder output
+    decoder_state: torch.Tensor | None = None  # (B, T, d) the vectors the output layer (generator) turns into logits
 
 
 def _attention(cfg: TransformerConfig) -> MultiHeadAttention:
@@ -226,6 +227,7 @@ class Transformer(nn.Module):
             decoder_details=_collect(self_d),
             cross_details=_collect(cross_d),
             memory=encoded.memory,
+            decoder_state=y,
         )
 
     def forward(

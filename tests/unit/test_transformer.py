@@ -258,3 +258,13 @@ def test_config_round_trips_through_a_dict():
     assert TransformerConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError, match="Unknown config fields"):
         TransformerConfig.from_dict({**cfg.to_dict(), "heads": 3})
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_the_decoder_state_is_what_the_output_layer_reads(norm_first):
+    """``decoder_state`` (after the final norm of a pre-norm stack) through ``generator`` gives the logits."""
+    model = make_model(norm_first=norm_first).eval()
+    src, tgt = random_batch()[:2]
+    out = model(src, tgt)
+    assert out.decoder_state.shape == (*tgt.shape, model.config.d_model)
+    torch.testing.assert_close(model.generator(out.decoder_state), out.logits)
