@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from explain.tokens import target_tokenizer
 from model.arrays import layer_stack, to_numpy
 from model.decoding import decode_bound, safe_logprobs
 from model.tokenizer import BOS_ID
@@ -44,6 +45,7 @@ def greedy_answer(ckpt, source: str, options: ForwardOptions | None = None) -> s
     """The model's greedy answer to ``source`` (characters outside its alphabet become <unk>).
 
     At most ``decode_bound`` tokens: the source's length plus a margin, whatever ``max_len`` says.
+    The source goes through ``ckpt.tokenizer``, the answer is written by ``ckpt.target_tokenizer``.
     """
     tok, model = ckpt.tokenizer, ckpt.model
     limit = model.config.max_len
@@ -53,7 +55,7 @@ def greedy_answer(ckpt, source: str, options: ForwardOptions | None = None) -> s
     src = torch.tensor([ids], device=model.device)
     opts = options or ForwardOptions(need_weights=False)
     out = greedy_batch(model, src, min(decode_bound(len(ids), limit), limit - 1), opts)
-    return tok.decode(out[0].tolist())
+    return target_tokenizer(ckpt).decode(out[0].tolist())
 
 
 @torch.inference_mode()
@@ -75,7 +77,7 @@ def attention_view(
     ``pad_source_to`` appends <pad> tokens to the source so the padding mask has something to
     hide (a batch of one sentence has no padding of its own).
     """
-    tok, model = ckpt.tokenizer, ckpt.model
+    tok, tgt_tok, model = ckpt.tokenizer, target_tokenizer(ckpt), ckpt.model
     limit = model.config.max_len
     src_ids = tok.encode(source)[:limit]
     if pad_source_to is not None and pad_source_to > len(src_ids):
@@ -85,7 +87,7 @@ def attention_view(
         use_positional_encoding=use_positional_encoding, scale_scores=scale_scores,
         need_weights=False, ablate_heads=tuple(ablate_heads)))
     target = answer if target is None else target
-    tgt_ids = ([BOS_ID] + tok.encode(target))[:limit]
+    tgt_ids = ([BOS_ID] + tgt_tok.encode(target))[:limit]
     src = torch.tensor([src_ids], device=model.device)
     tgt = torch.tensor([tgt_ids], device=model.device)
     out = model(src, tgt, use_padding_mask, use_look_ahead_mask, use_positional_encoding=use_positional_encoding,
@@ -97,13 +99,13 @@ def attention_view(
             details[kind] = {name: layer_stack([getattr(d, name) for d in dets]) for name in ("q", "k", "v", "scores")}
     return AttentionView(
         src_tokens=tok.token_strings(src_ids),
-        tgt_tokens=tok.token_strings(tgt_ids),
+        tgt_tokens=tgt_tok.token_strings(tgt_ids),
         answer=answer,
         encoder=layer_stack(out.encoder_attention),
         decoder=layer_stack(out.decoder_attention),
         cross=layer_stack(out.cross_attention),
         next_token_probs=to_numpy(safe_logprobs(out.logits[0]).exp()),
-        vocab=tok.token_strings(range(tok.vocab_size)),
+        vocab=tgt_tok.token_strings(range(tgt_tok.vocab_size)),
         details=details,
     )
 
@@ -260,7 +262,10 @@ def ablation_triples(codes: Sequence[str]) -> tuple[tuple[str, int, int], ...]:
 
 
 def answer_ids(tokenizer, answer: str) -> list[int]:
-    """Token ids of ``answer`` followed by <eos>: what the decoder must predict to write it."""
+    """Token ids of ``answer`` followed by <eos>: what the decoder must predict to write it.
+
+    ``tokenizer`` is the target side's (``ckpt.target_tokenizer``).
+    """
     return list(tokenizer.encode(answer)) + [tokenizer.eos_id]
 
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from explain.tokens import target_tokenizer
 from model import decoding
 
 STRATEGIES: tuple[str, ...] = ("greedy", "beam", "sample")
@@ -132,10 +133,10 @@ def decode(
     cached greedy trace does not depend on, say, the temperature. ``should_stop`` is asked before
     every step (``decoding.DecodingStopped`` when it says True).
     """
-    tok, model = checkpoint.tokenizer, checkpoint.model
+    tok, tgt_tok, model = checkpoint.tokenizer, target_tokenizer(checkpoint), checkpoint.model
     src = tok.encode(source)[: model.config.max_len]
     limit = decode_limit(checkpoint, source)
-    ids = dict(bos_id=tok.bos_id, eos_id=tok.eos_id, should_stop=should_stop)
+    ids = dict(bos_id=tgt_tok.bos_id, eos_id=tgt_tok.eos_id, should_stop=should_stop)
     if strategy == "greedy":
         result = decoding.greedy_decode(model, src, max_len=limit, top_k=TRACE_K, **ids)
     elif strategy == "beam":
@@ -145,15 +146,15 @@ def decode(
                                         trace_k=TRACE_K, **ids)
     else:
         raise ValueError(f"Unknown decoding strategy {strategy!r}; use one of {STRATEGIES}.")
-    beams = [[BeamRow(tok.decode(b.tokens), float(b.score), bool(b.finished), float(b.rank_score)) for b in row]
+    beams = [[BeamRow(tgt_tok.decode(b.tokens), float(b.score), bool(b.finished), float(b.rank_score)) for b in row]
              for row in result.beams]
     return DecodeTrace(
         strategy=strategy,
         src_tokens=tok.token_strings(src),
-        output=tok.decode(result.tokens),
+        output=tgt_tok.decode(result.tokens),
         finished=bool(result.finished),
         score=float(result.score),
-        steps=[_step_view(tok, step, temperature) for step in result.steps],
+        steps=[_step_view(tgt_tok, step, temperature) for step in result.steps],
         beams=beams,
         max_len=limit,
     )
@@ -161,15 +162,15 @@ def decode(
 
 def teacher_forcing(checkpoint: Any, source: str, target: str) -> TeacherForcingView:
     """The model's prediction at every position of ``target`` when fed the true prefix."""
-    tok, model = checkpoint.tokenizer, checkpoint.model
+    tok, tgt_tok, model = checkpoint.tokenizer, target_tokenizer(checkpoint), checkpoint.model
     limit = model.config.max_len
     src = tok.encode(source)[:limit]
-    tgt = tok.encode(target)[: limit - 1]
-    result = decoding.teacher_forced_predictions(model, src, tgt, bos_id=tok.bos_id, eos_id=tok.eos_id)
+    tgt = tgt_tok.encode(target)[: limit - 1]
+    result = decoding.teacher_forced_predictions(model, src, tgt, bos_id=tgt_tok.bos_id, eos_id=tgt_tok.eos_id)
     return TeacherForcingView(
-        input_tokens=tok.token_strings(result.input_ids),
-        target_tokens=tok.token_strings(result.target_ids),
-        predicted_tokens=tok.token_strings(result.predicted_ids),
+        input_tokens=tgt_tok.token_strings(result.input_ids),
+        target_tokens=tgt_tok.token_strings(result.target_ids),
+        predicted_tokens=tgt_tok.token_strings(result.predicted_ids),
         predicted_probs=[float(p) for p in result.predicted_probs],
         true_probs=[float(p) for p in result.true_probs],
         n_correct=int(result.n_correct),

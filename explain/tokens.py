@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from model.tasks import DEFAULT_ALPHABET, UnknownTaskError, get_task
-from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, CharTokenizer
+from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, CharTokenizer, Tokenizer
 
 SIDES: tuple[str, ...] = ("source", "decoder_in", "labels")
 KINDS: tuple[str, ...] = ("char", "special", "unk", "pad")
@@ -51,6 +51,11 @@ class SentenceBatch:
         return {"source": self.source, "decoder_in": self.decoder_in, "labels": self.labels}[name]
 
 
+def target_tokenizer(ckpt) -> Tokenizer:
+    """The tokenizer of a checkpoint's target side (its one tokenizer when it has no separate target one)."""
+    return getattr(ckpt, "target_tokenizer", None) or ckpt.tokenizer
+
+
 def _kind(token_id: int) -> str:
     if token_id == PAD_ID:
         return "pad"
@@ -59,7 +64,7 @@ def _kind(token_id: int) -> str:
     return "unk" if token_id == UNK_ID else "char"
 
 
-def _padded(tokenizer: CharTokenizer, sequences: list[list[int]]) -> list[Row]:
+def _padded(tokenizer: Tokenizer, sequences: list[list[int]]) -> list[Row]:
     width = max((len(s) for s in sequences), default=0)
     rows = []
     for ids in sequences:
@@ -77,21 +82,33 @@ def batch_target(task_name: str | None, sentence: str) -> str | None:
     return task.target_for(sentence)
 
 
-def sentence_batch(sentences: list[str], tokenizer: CharTokenizer, task_name: str | None) -> SentenceBatch:
-    """The batch the model would get for ``sentences`` (already cleaned by ``prepare_sentences``)."""
+def sentence_batch(sentences: list[str], tokenizer: Tokenizer, task_name: str | None,
+                   target_tokenizer: Tokenizer | None = None) -> SentenceBatch:
+    """The batch the model would get for ``sentences`` (already cleaned by ``prepare_sentences``).
+
+    The targets go through ``target_tokenizer`` (default: ``tokenizer``, as for the character tasks).
+    """
     targets = [batch_target(task_name, s) for s in sentences]
+    target_tokenizer = tokenizer if target_tokenizer is None else target_tokenizer
     return SentenceBatch(
         sentences=list(sentences),
         targets=targets,
         source=_padded(tokenizer, [tokenizer.encode(s) for s in sentences]),
-        decoder_in=_padded(tokenizer, [tokenizer.encode(t or "", add_bos=True) for t in targets]),
-        labels=_padded(tokenizer, [tokenizer.encode(t or "", add_eos=True) for t in targets]),
+        decoder_in=_padded(target_tokenizer, [target_tokenizer.encode(t or "", add_bos=True) for t in targets]),
+        labels=_padded(target_tokenizer, [target_tokenizer.encode(t or "", add_eos=True) for t in targets]),
     )
 
 
 def batch_of(sentences: tuple[str, ...], alphabet: str, task_name: str | None) -> SentenceBatch:
     """The batch of ``sentences`` that a model with this tokenizer ``alphabet`` and task gets.
-    (Called with the alphabet, not the tokenizer: a cache key must be plain data.)"""
+    (Called with the alphabet, not the tokenizer: a cache key must be plain data.) A translation
+    task has its own two tokenizers, which are used instead of the alphabet."""
+    try:
+        task = get_task(task_name) if task_name else None
+    except UnknownTaskError:
+        task = None
+    if task is not None and task.source_tok is not None:
+        return sentence_batch(list(sentences), task.source_tokenizer(), task_name, task.target_tokenizer())
     return sentence_batch(list(sentences), CharTokenizer(alphabet), task_name)
 
 

@@ -26,7 +26,7 @@ from model.checkpoint_schema import PayloadProblem, check_payload
 from model.config import LIMITS, TransformerConfig
 from model.device import pick_device
 from model.tasks import TASK_NAMES
-from model.tokenizer import CharTokenizer
+from model.tokenizer import Tokenizer, tokenizer_from_dict
 from model.transformer import Transformer
 
 FORMAT = "transformer-playground"
@@ -89,14 +89,23 @@ class CheckpointError(ValueError):
 
 @dataclass(frozen=True, eq=False)
 class Checkpoint:
-    """A loaded checkpoint: the model in eval mode on its device, and what it was trained on."""
+    """A loaded checkpoint: the model in eval mode on its device, and what it was trained on.
+
+    ``tokenizer`` is the source side's; ``target_tokenizer`` the target side's (the same object for
+    a checkpoint with one tokenizer, as every character task has).
+    """
 
     model: Transformer
-    tokenizer: CharTokenizer
+    tokenizer: Tokenizer
     config: TransformerConfig
     task: dict
     history: dict
     format_version: int
+    target_tokenizer: Tokenizer | None = None
+
+    def __post_init__(self) -> None:
+        if self.target_tokenizer is None:
+            object.__setattr__(self, "target_tokenizer", self.tokenizer)
 
 
 # -- saving --------------------------------------------------------------------------------------
@@ -131,21 +140,26 @@ def _plain(value: object, where: str) -> object:
 def save_checkpoint(
     dest: str | Path | BinaryIO,
     model: Transformer,
-    tokenizer: CharTokenizer,
+    tokenizer: Tokenizer,
     task: dict,
     history: dict | None = None,
+    target_tokenizer: Tokenizer | None = None,
 ) -> None:
     """Write model + tokenizer + task description + training history to a path or a binary file.
+
+    ``tokenizer`` is the source side's; a different ``target_tokenizer`` is stored next to it
+    (``"target_tokenizer"``), and without one the file has a single tokenizer for both sides.
 
     task is a plain dict such as {"name": "copy", "min_len": 1, "max_len": 32, "alphabet": "..."};
     history is plain data (loss lists etc.). Weights are stored on the CPU. A path is written
     through a temporary file and renamed, so a crash never leaves half a checkpoint behind.
     """
     cfg = model.config
-    if cfg.src_vocab_size != tokenizer.vocab_size or cfg.tgt_vocab_size != tokenizer.vocab_size:
+    target = tokenizer if target_tokenizer is None else target_tokenizer
+    if cfg.src_vocab_size != tokenizer.vocab_size or cfg.tgt_vocab_size != target.vocab_size:
         raise ValueError(
-            f"The model's vocabularies ({cfg.src_vocab_size}, {cfg.tgt_vocab_size}) do not match the tokenizer's "
-            f"{tokenizer.vocab_size} tokens."
+            f"The model's vocabularies ({cfg.src_vocab_size}, {cfg.tgt_vocab_size}) do not match the tokenizers' "
+            f"({tokenizer.vocab_size}, {target.vocab_size} tokens)."
         )
     if not isinstance(task, dict):
         raise TypeError(f"task must be a dict describing the task, got {type(task).__name__}.")
@@ -155,6 +169,7 @@ def save_checkpoint(
         "config": cfg.to_dict(),
         "state_dict": {name: t.detach().cpu() for name, t in model.state_dict().items()},
         "tokenizer": tokenizer.to_dict(),
+        **({"target_tokenizer": target.to_dict()} if target != tokenizer else {}),
         "task": _plain(task, "task"),
         "history": _plain(history or {}, "history"),
     }
@@ -315,7 +330,7 @@ def _schema_error(problem: PayloadProblem) -> CheckpointError:
         return CheckpointError("too_big", problem=problem.text)
     if problem.entry == "config":
         return CheckpointError("bad_config", problem=problem.text)
-    if problem.entry == "tokenizer":
+    if problem.entry in ("tokenizer", "target_tokenizer"):
         return CheckpointError("bad_tokenizer", problem=problem.text)
     return CheckpointError("bad_entry", entry=problem.entry, problem=problem.text)
 
@@ -326,7 +341,7 @@ def _parameter_count(config: TransformerConfig) -> int:
         return sum(p.numel() for p in Transformer(config).parameters())
 
 
-def _check_payload(payload: object) -> tuple[TransformerConfig, CharTokenizer, dict, dict, int]:
+def _check_payload(payload: object) -> tuple[TransformerConfig, Tokenizer, Tokenizer, dict, dict, int]:
     """Everything but the weights, checked against the schema and the limits before anything is built."""
     if not isinstance(payload, dict) or not isinstance(payload.get("format"), str) or payload["format"] != FORMAT:
         raise CheckpointError("not_checkpoint")
@@ -350,13 +365,15 @@ def _check_payload(payload: object) -> tuple[TransformerConfig, CharTokenizer, d
         raise CheckpointError("too_big", problem=f"{params:,} parameters, over this app's limit of "
                                                   f"{LIMITS.parameters:,}")
     try:
-        tokenizer = CharTokenizer.from_dict(payload["tokenizer"])
+        tokenizer = tokenizer_from_dict(payload["tokenizer"])
+        target = payload.get("target_tokenizer")
+        target_tokenizer = tokenizer if target is None else tokenizer_from_dict(target)
     except (TypeError, ValueError) as err:
         raise CheckpointError("bad_tokenizer", problem=str(err).rstrip(".")) from None
-    for vocab in (config.src_vocab_size, config.tgt_vocab_size):
-        if vocab != tokenizer.vocab_size:
-            raise CheckpointError("vocab_mismatch", config_vocab=vocab, tokenizer_vocab=tokenizer.vocab_size)
-    return config, tokenizer, payload["task"], payload["history"], version
+    for vocab, side in ((config.src_vocab_size, tokenizer), (config.tgt_vocab_size, target_tokenizer)):
+        if vocab != side.vocab_size:
+            raise CheckpointError("vocab_mismatch", config_vocab=vocab, tokenizer_vocab=side.vocab_size)
+    return config, tokenizer, target_tokenizer, payload["task"], payload["history"], version
 
 
 def _stored_numbers(t: torch.Tensor) -> int:
@@ -418,7 +435,7 @@ def load_checkpoint(
         raise ValueError(f"max_bytes must be a positive whole number, got {max_bytes!r}.")
     device = pick_device(None if map_location is None else str(map_location))
     payload = _unpickle(_read_bounded(source, max_bytes), max_bytes)
-    config, tokenizer, task, history, version = _check_payload(payload)
+    config, tokenizer, target_tokenizer, task, history, version = _check_payload(payload)
     state_dict = _check_weights(payload.get("state_dict"), config)
     model = Transformer(config)
     model.load_state_dict(state_dict, strict=True)
@@ -429,6 +446,7 @@ def load_checkpoint(
         task=task,
         history=history,
         format_version=version,
+        target_tokenizer=target_tokenizer,
     )
 
 
@@ -441,5 +459,5 @@ def pretrained_path(task_name: str) -> Path:
 
 
 def available_pretrained() -> list[str]:
-    """Task names that have a shipped checkpoint, in the order copy, reverse, sort, dates."""
+    """Task names that have a shipped checkpoint, in the order copy, reverse, sort, dates, en-zh, zh-en."""
     return [name for name in TASK_NAMES if pretrained_path(name).is_file()]

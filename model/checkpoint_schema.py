@@ -13,11 +13,11 @@ What the schema does not decide stays with its owner: the cross-field rules of a
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from model.config import LIMITS, SIZE_FIELDS
+from model.config import FFN_KINDS, LIMITS, NORM_KINDS, POSITION_KINDS, SIZE_FIELDS
 
 MAX_HISTORY_ENTRIES = 200_000  # steps of the longest run the app can train (model.training.MAX_STEPS)
 MAX_TEXT = 4096  # characters of any text in the metadata
@@ -64,15 +64,24 @@ class ConfigSchema(BaseModel):
     max_len: _size("max_len") = 1
     dropout: Annotated[Number, Field(allow_inf_nan=False)] = 0.0
     norm_first: bool = False
+    norm_kind: Literal[NORM_KINDS] = "layer"  # absent in checkpoints older than the variants: the paper's model
+    ffn_kind: Literal[FFN_KINDS] = "relu"
+    position_kind: Literal[POSITION_KINDS] = "sinusoidal"
     pe_base: Annotated[Number, Field(allow_inf_nan=False)] = 10000.0
     pad_id: Annotated[int, Field(ge=0)] = 0
 
 
 class TokenizerSchema(BaseModel):
-    """A tokenizer: its alphabet, one character per token (a missing one is CharTokenizer's to name)."""
+    """A tokenizer: its alphabet (one character per token) or its words (kind "word", one word per token).
+
+    A missing alphabet or word list is the tokenizer class's to name.
+    """
 
     model_config = ConfigDict(strict=True, extra="ignore")
+    kind: Literal["char", "word"] = "char"
     alphabet: Annotated[str, Field(min_length=1, max_length=LIMITS.vocab_size)] = "?"
+    words: Annotated[list[Annotated[str, Field(min_length=1, max_length=64)]],
+                     Field(min_length=1, max_length=LIMITS.vocab_size)] | None = None
 
 
 class TaskSchema(_FewExtras):
@@ -106,6 +115,7 @@ class PayloadSchema(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore")
     config: ConfigSchema
     tokenizer: TokenizerSchema
+    target_tokenizer: TokenizerSchema | None = None  # absent: the target side uses ``tokenizer`` too
     task: TaskSchema
     history: HistorySchema
 

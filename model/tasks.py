@@ -10,10 +10,14 @@ Every task turns a source string into a target string:
   ("22 nov 2026", "Sunday 22 November 2026", "22/11/2026", "2026年11月22日"...),
   the target is ISO ``YYYY-MM-DD``. All-numeric ``dd/mm/yyyy`` and
   ``dd.mm.yyyy`` are read day first.
+* ``en-zh`` / ``zh-en`` -- translate a sentence of :mod:`model.translation`'s
+  grammar between English (a word per token) and Chinese (a character per token).
 
 Pairs come from a caller-supplied ``random.Random``: the same seed gives the
-same pairs. Source and target share one alphabet (``Task.alphabet``) and so one
-:class:`~model.tokenizer.CharTokenizer`.
+same pairs. The character tasks' source and target share one alphabet
+(``Task.alphabet``) and so one :class:`~model.tokenizer.CharTokenizer`; the
+translation tasks have a tokenizer per side (``Task.source_tokenizer()`` /
+``Task.target_tokenizer()``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from model.tokenizer import CharTokenizer
+from model import translation
+from model.tokenizer import CharTokenizer, Tokenizer
 
 DEFAULT_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789 .,!?'-:;"
 DEFAULT_MIN_LEN = 1
@@ -46,9 +51,11 @@ class UnknownTaskError(KeyError, ValueError):
 class Task:
     """A toy task: how to sample (source, target) pairs and how to answer a source.
 
-    ``max_src_len`` / ``max_tgt_len`` bound the generated strings in characters,
-    without ``<bos>``/``<eos>``. ``alphabet`` holds every character that can
-    appear in a generated source or target.
+    ``max_src_len`` / ``max_tgt_len`` bound the generated strings in tokens of
+    their side's tokenizer (characters, or words for English), without
+    ``<bos>``/``<eos>``. ``alphabet`` holds every character that can appear in a
+    generated source or target. ``source_tok`` / ``target_tok`` are the
+    tokenizers of a task whose sides are not one ``CharTokenizer(alphabet)``.
     """
 
     name: str
@@ -60,6 +67,16 @@ class Task:
     min_src_len: int
     generate: Callable[[random.Random], Pair] = field(repr=False, compare=False)
     solve: Callable[[str], str | None] = field(repr=False, compare=False)
+    source_tok: Tokenizer | None = field(default=None, repr=False, compare=False)
+    target_tok: Tokenizer | None = field(default=None, repr=False, compare=False)
+
+    def source_tokenizer(self) -> Tokenizer:
+        """The tokenizer of the source side."""
+        return self.source_tok if self.source_tok is not None else CharTokenizer(self.alphabet)
+
+    def target_tokenizer(self) -> Tokenizer:
+        """The tokenizer of the target side (the source's for the character tasks)."""
+        return self.target_tok if self.target_tok is not None else CharTokenizer(self.alphabet)
 
     def sample_pairs(self, rng: random.Random, n: int) -> list[Pair]:
         """Draw ``n`` fresh (source, target) pairs using ``rng``."""
@@ -303,9 +320,46 @@ def _dates_task() -> Task:
 
 
 # --------------------------------------------------------------------------
+# translation
+# --------------------------------------------------------------------------
+_TRANSLATION_DESCRIPTIONS = {
+    "en-zh": {
+        "en": "Translate a short English sentence into Chinese. The sentences come from a small grammar "
+        "(a few hundred words): Chinese puts the time after the subject and the place before the verb, so "
+        "the words are reordered, and in '... because it was too tired / too wide' the Chinese has to say "
+        "what 'it' is.",
+        "zh": "把一个简短的英文句子翻译成中文。句子来自一个小语法（几百个词）：中文把时间放在主语后面、"
+        "地点放在动词前面，所以词序要调换；在“……because it was too tired / too wide”这类句子里，"
+        "中文必须说出“it”指的是什么。",
+    },
+    "zh-en": {
+        "en": "Translate a short Chinese sentence into English (the same grammar as en-zh, the other way). "
+        "English puts the place and the time at the end of the sentence.",
+        "zh": "把一个简短的中文句子翻译成英文（与 en-zh 同一个语法，方向相反）。英文把地点和时间放在句末。",
+    },
+}
+
+
+def _translation_task(name: str) -> Task:
+    english, chinese = translation.english_tokenizer(), translation.chinese_tokenizer()
+    en_len, zh_len = translation.MAX_ENGLISH_WORDS, translation.MAX_CHINESE_CHARS
+    alphabet = "".join(dict.fromkeys("".join(translation.ENGLISH_WORDS) + " " + translation.CHINESE_CHARACTERS))
+    common = dict(name=name, alphabet=alphabet, description=dict(_TRANSLATION_DESCRIPTIONS[name]))
+    if name == "en-zh":
+        return Task(**common, example="the cat ate two apples in the garden yesterday .", max_src_len=en_len,
+                    max_tgt_len=zh_len, min_src_len=1, generate=translation.sample_en_zh,
+                    solve=translation.english_to_chinese, source_tok=english, target_tok=chinese)
+    return Task(**common, example="猫昨天在花园里吃了两个苹果。", max_src_len=zh_len, max_tgt_len=en_len,
+                min_src_len=1, generate=translation.sample_zh_en, solve=translation.chinese_to_english,
+                source_tok=chinese, target_tok=english)
+
+
+TRANSLATION_TASKS: tuple[str, ...] = ("en-zh", "zh-en")
+
+# --------------------------------------------------------------------------
 # registry
 # --------------------------------------------------------------------------
-TASK_NAMES: tuple[str, ...] = ("copy", "reverse", "sort", "dates")
+TASK_NAMES: tuple[str, ...] = ("copy", "reverse", "sort", "dates", *TRANSLATION_TASKS)
 
 
 def _unknown(name: object) -> UnknownTaskError:
@@ -335,10 +389,16 @@ def make_task(
     ``alphabet`` (default: lowercase letters, digits, space and ``.,!?'-:;``;
     duplicates dropped). The classic Annotated-Transformer copy task is
     ``make_task("copy", min_len=10, max_len=10, alphabet="123456789")``.
-    The dates task has fixed formats and accepts no options.
+    The dates and translation tasks have fixed formats and accept no options.
     """
     if name not in TASK_NAMES:
         raise _unknown(name)
+    if name in TRANSLATION_TASKS:
+        if min_len is not None or max_len is not None or alphabet is not None:
+            raise ValueError(
+                f"The {name} task has a fixed grammar; min_len, max_len and alphabet cannot be changed."
+            )
+        return _translation_task(name)
     if name == "dates":
         if min_len is not None or max_len is not None or alphabet is not None:
             raise ValueError(
@@ -389,24 +449,30 @@ class Batch:
     tgt_lengths: torch.Tensor
 
 
-def batch_from_pairs(pairs: Sequence[Pair], tokenizer: CharTokenizer) -> Batch:
-    """Tokenize and pad ``B`` (source, target) pairs into a :class:`Batch`."""
+def batch_from_pairs(pairs: Sequence[Pair], tokenizer: Tokenizer,
+                     target_tokenizer: Tokenizer | None = None) -> Batch:
+    """Tokenize and pad ``B`` (source, target) pairs into a :class:`Batch`.
+
+    The sources go through ``tokenizer``; the targets through ``target_tokenizer`` (default: the same one).
+    """
     pairs = [(str(s), str(t)) for s, t in pairs]
     if not pairs:
         raise ValueError("A batch needs at least one (source, target) pair; got none.")
+    target_tokenizer = tokenizer if target_tokenizer is None else target_tokenizer
     sources = [s for s, _ in pairs]
     targets = [t for _, t in pairs]
     src, src_lengths = tokenizer.encode_batch(sources)
-    tgt_in, tgt_lengths = tokenizer.encode_batch(targets, add_bos=True)
-    tgt_out, _ = tokenizer.encode_batch(targets, add_eos=True)
+    tgt_in, tgt_lengths = target_tokenizer.encode_batch(targets, add_bos=True)
+    tgt_out, _ = target_tokenizer.encode_batch(targets, add_eos=True)
     return Batch(src, tgt_in, tgt_out, pairs, src_lengths, tgt_lengths)
 
 
-def make_batch(task: Task, tokenizer: CharTokenizer, n: int, rng: random.Random) -> Batch:
+def make_batch(task: Task, tokenizer: Tokenizer, n: int, rng: random.Random,
+               target_tokenizer: Tokenizer | None = None) -> Batch:
     """Sample ``n`` pairs of ``task`` with ``rng`` and return them as a :class:`Batch`."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"The batch size must be a positive integer, got {n!r}.")
-    return batch_from_pairs(task.sample_pairs(rng, n), tokenizer)
+    return batch_from_pairs(task.sample_pairs(rng, n), tokenizer, target_tokenizer)
 
 
 def exact_match(predictions: Sequence[str], targets: Sequence[str]) -> float:

@@ -1,4 +1,4 @@
-"""Character-level tokenizer shared by the source and target side.
+"""Character-level tokenizer (and, at the end, the word-level one of the translation tasks).
 
 Ids 0..3 are the special tokens ``<pad> <bos> <eos> <unk>``; ids 4.. are the
 alphabet characters in the order given. Text is split into Python characters
@@ -9,6 +9,7 @@ the alphabet become ``<unk>``; nothing raises.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,8 @@ class CharTokenizer:
     Duplicate characters in ``alphabet`` are dropped (first occurrence wins).
     """
 
+    unit = "char"
+
     def __init__(self, alphabet: str) -> None:
         if not isinstance(alphabet, str):
             raise ValueError(
@@ -71,6 +74,11 @@ class CharTokenizer:
     @property
     def alphabet(self) -> str:
         return self._alphabet
+
+    @property
+    def known_units(self) -> tuple[str, ...]:
+        """The characters the tokenizer knows, in id order."""
+        return tuple(self._alphabet)
 
     @property
     def vocab_size(self) -> int:
@@ -214,3 +222,125 @@ class CharTokenizer:
                 f"The tokenizer 'alphabet' entry must be a string, got {type(alphabet).__name__}."
             )
         return cls(alphabet)
+
+
+# ---------------------------------------------------------------------------------------------------
+# words
+# ---------------------------------------------------------------------------------------------------
+_PUNCTUATION = re.compile(r"([.,?!;:])")
+
+
+def split_words(text: str) -> list[str]:
+    """Lower-case words with ``. , ? ! ; :`` split off as words of their own: "Hi, Tom." → hi , tom ."""
+    return _PUNCTUATION.sub(r" \1 ", text.lower()).split()
+
+
+@dataclass(frozen=True)
+class UnknownWord:
+    """A word of the input that is not in the vocabulary; ``position`` counts words (not characters)."""
+
+    position: int
+    word: str
+
+    @property
+    def char(self) -> str:
+        """The unknown text, under the name :class:`UnknownChar` uses (code that lists unknowns reads both)."""
+        return self.word
+
+
+class WordTokenizer:
+    """Maps each word of a fixed vocabulary to one id; the same interface as :class:`CharTokenizer`.
+
+    Text is split by :func:`split_words` (lower case, punctuation split off), and :meth:`decode`
+    joins words with single spaces, so ``decode(encode(t)) == " ".join(split_words(t))`` when
+    every word is known. Ids 0..3 are the special tokens; ids 4.. are the words in the order given.
+    """
+
+    unit = "word"
+
+    def __init__(self, words: Sequence[str]) -> None:
+        if isinstance(words, str) or not all(isinstance(w, str) for w in words):
+            raise ValueError("The tokenizer vocabulary must be a list of words.")
+        deduped = tuple(dict.fromkeys(words))
+        if not deduped:
+            raise ValueError("The tokenizer vocabulary must contain at least one word.")
+        for word in deduped:
+            if split_words(word) != [word]:
+                raise ValueError(f"{word!r} is not one lower-case word as the tokenizer splits text.")
+        self._words = deduped
+        self._itos: tuple[str, ...] = SPECIAL_TOKENS + deduped
+        self._stoi: dict[str, int] = {w: i + len(SPECIAL_TOKENS) for i, w in enumerate(deduped)}
+
+    vocab_size = CharTokenizer.vocab_size
+    pad_id, bos_id, eos_id, unk_id = CharTokenizer.pad_id, CharTokenizer.bos_id, CharTokenizer.eos_id, CharTokenizer.unk_id
+    encode = CharTokenizer.encode
+    encode_batch = CharTokenizer.encode_batch
+    token_strings = CharTokenizer.token_strings
+    _as_int_list = staticmethod(CharTokenizer._as_int_list)
+
+    @property
+    def known_units(self) -> tuple[str, ...]:
+        """The words the tokenizer knows, in id order."""
+        return self._words
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WordTokenizer):
+            return NotImplemented
+        return self._words == other._words
+
+    def __hash__(self) -> int:
+        return hash(("WordTokenizer", self._words))
+
+    def __repr__(self) -> str:
+        return f"WordTokenizer({len(self._words)} words)"
+
+    def encode_with_report(self, text: str, add_bos: bool = False, add_eos: bool = False) -> Encoding:
+        """One id per word of ``text``; ``unknown`` lists the words that became ``<unk>``."""
+        if not isinstance(text, str):
+            raise TypeError(f"Only text (str) can be encoded, got {type(text).__name__}.")
+        ids: list[int] = [BOS_ID] if add_bos else []
+        unknown: list[UnknownWord] = []
+        for position, word in enumerate(split_words(text)):
+            idx = self._stoi.get(word)
+            if idx is None:
+                idx = UNK_ID
+                unknown.append(UnknownWord(position, word))
+            ids.append(idx)
+        if add_eos:
+            ids.append(EOS_ID)
+        return Encoding(ids=tuple(ids), unknown=tuple(unknown))
+
+    def decode(self, ids: Iterable[int] | torch.Tensor, skip_special: bool = True) -> str:
+        """Words joined by single spaces; with ``skip_special`` stop at ``<eos>`` and write ``<unk>`` as U+FFFD."""
+        if not skip_special:
+            return " ".join(self.token_strings(ids))
+        n = len(self._itos)
+        out: list[str] = []
+        for i in self._as_int_list(ids):
+            if i == EOS_ID:
+                break
+            if i in (PAD_ID, BOS_ID):
+                continue
+            out.append(REPLACEMENT_CHAR if i == UNK_ID or not 0 <= i < n else self._itos[i])
+        return " ".join(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able description: ``{"kind": "word", "words": [...]}``."""
+        return {"kind": "word", "words": list(self._words)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WordTokenizer:
+        """Rebuild a tokenizer from :meth:`to_dict` output, validating it."""
+        if not isinstance(d, Mapping) or not isinstance(d.get("words"), (list, tuple)):
+            raise ValueError("A word tokenizer description must be a dict with a 'words' list.")
+        return cls(list(d["words"]))
+
+
+Tokenizer = CharTokenizer | WordTokenizer
+
+
+def tokenizer_from_dict(d: Mapping[str, Any]) -> Tokenizer:
+    """Either kind of tokenizer from its ``to_dict`` output (no ``kind`` means a character tokenizer)."""
+    if isinstance(d, Mapping) and d.get("kind") == "word":
+        return WordTokenizer.from_dict(d)
+    return CharTokenizer.from_dict(d)

@@ -16,15 +16,15 @@ import time
 
 import torch
 
-from model.tasks import TASKS
-from model.training import MODEL_PRESETS, TrainingConfig, TrainingRun
+from model.tasks import TASKS, TRANSLATION_TASKS
+from model.training import ALL_PRESETS, TrainingConfig, TrainingRun
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m model.train", description=__doc__.splitlines()[0])
     p.add_argument("--task", default="copy", choices=sorted(TASKS))
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--preset", default="small", choices=sorted(MODEL_PRESETS))
+    p.add_argument("--preset", default="small", choices=sorted(ALL_PRESETS))
     p.add_argument("--min-len", type=int, default=None, help="shortest source (copy/reverse/sort)")
     p.add_argument("--max-len", type=int, default=None, help="longest source (copy/reverse/sort)")
     p.add_argument("--alphabet", default=None, help="source alphabet (copy/reverse/sort)")
@@ -47,6 +47,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="start from this checkpoint's weights (same task and size) instead of a random init; "
                         "the optimizer and schedule start afresh, e.g. a second, low-lr stage")
     return p.parse_args(argv)
+
+
+def held_out_bleu(run: TrainingRun) -> float:
+    """BLEU of the run's greedy answers on its held-out pairs (sacrebleu, "zh" tokenisation for Chinese output)."""
+    from model.bleu import TOKENIZE_FOR, corpus_bleu
+
+    pairs = run._eval_pairs
+    hypotheses = run.predict([source for source, _ in pairs])
+    language = run.config.task.split("-")[1]
+    return corpus_bleu(hypotheses, [target for _, target in pairs], tokenize=TOKENIZE_FOR[language])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         except CheckpointError as exc:
             print(f"error: {args.init_from}: {exc}", file=sys.stderr)
             return 2
-        if start.config != run.model_config or start.tokenizer != run.tokenizer:
+        if (start.config != run.model_config or start.tokenizer != run.tokenizer
+                or start.target_tokenizer != run.target_tokenizer):
             print(f"error: {args.init_from} is a different task or model size than this run.", file=sys.stderr)
             return 2
         run.model.load_state_dict(start.model.state_dict())
@@ -99,13 +110,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.out and snap.state != "failed":
         from model.checkpoint import save_checkpoint
 
-        save_checkpoint(args.out, run.model, run.tokenizer, config.task_dict(), run.history())
+        save_checkpoint(args.out, run.model, run.tokenizer, config.task_dict(), run.history(),
+                        target_tokenizer=run.target_tokenizer)
         print(f"saved {args.out}", file=sys.stderr)
-    print(json.dumps({
+    result = {
         "task": args.task, "seed": args.seed, "steps": snap.step, "seconds": round(snap.elapsed_s, 3),
         "accuracy": accuracy, "steps_per_s": round(snap.step / max(snap.elapsed_s, 1e-9), 3),
         "state": snap.state, "reason": snap.reason, "device": snap.device, "out": args.out,
-    }))
+    }
+    if args.task in TRANSLATION_TASKS and snap.state != "failed":
+        result["bleu"] = round(held_out_bleu(run), 2)
+    print(json.dumps(result))
     return 0 if snap.state == "finished" else 1
 
 

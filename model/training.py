@@ -21,13 +21,14 @@ import torch
 from model.checkpoint import save_checkpoint
 from model.config import MESSAGES as CONFIG_MESSAGES
 from model.config import InvalidConfig, Problem, TransformerConfig, dropout_problem, is_number, is_whole, size_problem
+from model.config import VARIANT_KINDS, variant_problem
 from model.device import pick_device
 from model.layers import dropout_generator
 from model.loss import label_smoothed_cross_entropy
 from model.run_slots import RunSlots
 from model.schedule import noam_lr, noam_scheduler
 from model.tasks import TASK_NAMES, Task, batch_from_pairs, make_task
-from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, CharTokenizer
+from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 from model.transformer import ForwardOptions, Transformer
 
 STATES = ("idle", "queued", "running", "paused", "finished", "failed")
@@ -36,6 +37,12 @@ MODEL_PRESETS = {
     "tiny": dict(d_model=32, n_heads=2, n_layers=1, d_ff=64),
     "small": dict(d_model=64, n_heads=4, n_layers=2, d_ff=256),
 }
+# Sizes for the command line only (the app's training page offers MODEL_PRESETS): "base-mt" trains the
+# shipped en-zh / zh-en models, within model.config.LIMITS but too slow to train live on a shared server.
+COMMAND_LINE_PRESETS = {
+    "base-mt": dict(d_model=128, n_heads=4, n_layers=3, d_ff=512),
+}
+ALL_PRESETS = {**MODEL_PRESETS, **COMMAND_LINE_PRESETS}
 MAX_BATCH_SIZE = 512
 MAX_STEPS = 200_000
 
@@ -72,6 +79,9 @@ class TrainingConfig:
     preset: str = "small"
     dropout: float = 0.1
     norm_first: bool = False
+    norm_kind: str = "layer"  # the model variants: see model.config.TransformerConfig
+    ffn_kind: str = "relu"
+    position_kind: str = "sinusoidal"
     batch_size: int = 64
     warmup: int = 400
     factor: float = 1.0
@@ -96,10 +106,12 @@ class TrainingConfig:
         """The first thing that keeps this config from training (a code of :data:`MESSAGES`), or None."""
         if self.task not in TASK_NAMES:
             return Problem("task", {"task": self.task, "tasks": ", ".join(TASK_NAMES)})
-        if self.preset not in MODEL_PRESETS:
-            return Problem("preset", {"preset": self.preset, "presets": ", ".join(MODEL_PRESETS)})
-        sizes = MODEL_PRESETS[self.preset]
+        if self.preset not in ALL_PRESETS:
+            return Problem("preset", {"preset": self.preset, "presets": ", ".join(ALL_PRESETS)})
+        sizes = ALL_PRESETS[self.preset]
         problem = size_problem(sizes["d_model"], sizes["n_heads"]) or dropout_problem(self.dropout)
+        for name in VARIANT_KINDS:
+            problem = problem or variant_problem(name, getattr(self, name))
         if problem is not None:
             return problem
 
@@ -135,12 +147,16 @@ class TrainingConfig:
         return {"name": self.task, "min_len": self.task_min_len, "max_len": self.task_max_len,
                 "alphabet": self.task_alphabet}
 
-    def model_config(self, tokenizer: CharTokenizer, task: Task) -> TransformerConfig:
+    def model_config(self, tokenizer: Tokenizer, task: Task,
+                     target_tokenizer: Tokenizer | None = None) -> TransformerConfig:
+        """The model for ``task``: source vocabulary from ``tokenizer``, target from ``target_tokenizer`` (default the same)."""
         longest = max(task.max_src_len, task.max_tgt_len) + 2
+        target_tokenizer = tokenizer if target_tokenizer is None else target_tokenizer
         return TransformerConfig(
-            src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
+            src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=target_tokenizer.vocab_size,
             dropout=self.dropout, norm_first=self.norm_first, max_len=max(64, longest), pad_id=PAD_ID,
-            **MODEL_PRESETS[self.preset],
+            norm_kind=self.norm_kind, ffn_kind=self.ffn_kind, position_kind=self.position_kind,
+            **ALL_PRESETS[self.preset],
         )
 
     def to_dict(self) -> dict:
@@ -255,8 +271,9 @@ class TrainingRun:
         self.config = config
         self.device = torch.device(device) if device is not None else pick_device()
         self.task = config.make_task()
-        self.tokenizer = CharTokenizer(self.task.alphabet)
-        self.model_config = config.model_config(self.tokenizer, self.task)
+        self.tokenizer = self.task.source_tokenizer()
+        self.target_tokenizer = self.task.target_tokenizer()
+        self.model_config = config.model_config(self.tokenizer, self.task, self.target_tokenizer)
         self._slots = slots
         with torch.random.fork_rng(devices=[]):  # init from the run's seed without touching others
             torch.manual_seed(config.seed)
@@ -293,7 +310,7 @@ class TrainingRun:
         """One optimizer step on a fresh batch; returns the loss. Caller holds no lock."""
         t0 = time.perf_counter()
         pairs = self.task.sample_pairs(self._data_rng, self.config.batch_size)
-        batch = batch_from_pairs(pairs, self.tokenizer)
+        batch = batch_from_pairs(pairs, self.tokenizer, self.target_tokenizer)
         src, tgt_in, tgt_out = (x.to(self.device, non_blocking=True) for x in (batch.src, batch.tgt_in, batch.tgt_out))
         self.model.train()
         with dropout_generator(self._generator):
@@ -329,9 +346,9 @@ class TrainingRun:
         self.model.eval()
         for i in range(0, len(pairs), chunk):
             part = pairs[i:i + chunk]
-            batch = batch_from_pairs(part, self.tokenizer)
+            batch = batch_from_pairs(part, self.tokenizer, self.target_tokenizer)
             out = greedy_batch(self.model, batch.src.to(self.device), self.task.max_tgt_len + 1, self.options)
-            predictions = [self.tokenizer.decode(row) for row in out.tolist()]
+            predictions = [self.target_tokenizer.decode(row) for row in out.tolist()]
             errors += sum(p != t for p, (_, t) in zip(predictions, part))
             seen += len(part)
             if stop_below is not None and 1 - errors / len(pairs) < stop_below:
@@ -344,17 +361,17 @@ class TrainingRun:
             self.model.eval()
             src, _ = self.tokenizer.encode_batch(sources, max_len=self.model_config.max_len)
             out = greedy_batch(self.model, src.to(self.device), self.task.max_tgt_len + 1, self.options)
-        return [self.tokenizer.decode(row) for row in out.tolist()]
+        return [self.target_tokenizer.decode(row) for row in out.tolist()]
 
     @torch.inference_mode()
     def _probe_attention(self) -> ProbeAttention:
         source, target = self._probe
         self.model.eval()
         src = torch.tensor([self.tokenizer.encode(source)], device=self.device)
-        tgt = torch.tensor([self.tokenizer.encode(target, add_bos=True)], device=self.device)
+        tgt = torch.tensor([self.target_tokenizer.encode(target, add_bos=True)], device=self.device)
         out = self.model(src, tgt, self.options.use_padding_mask, self.options.use_look_ahead_mask)
         cross = torch.stack(out.cross_attention)[:, 0]  # (L, H, T, S)
-        answer = self.tokenizer.decode(greedy_batch(self.model, src, self.task.max_tgt_len + 1, self.options)[0])
+        answer = self.target_tokenizer.decode(greedy_batch(self.model, src, self.task.max_tgt_len + 1, self.options)[0])
         return ProbeAttention(self._step, cross.cpu().tolist(), answer)
 
     def _after_step(self) -> None:
@@ -505,7 +522,8 @@ class TrainingRun:
                 losses=list(self._losses), lrs=list(self._lrs),
                 tokens_per_s=list(self._tokens_per_s), evals=list(self._evals), probes=list(self._probes),
                 probe_src_tokens=self.tokenizer.token_strings(self.tokenizer.encode(self._probe[0])),
-                probe_tgt_tokens=self.tokenizer.token_strings(self.tokenizer.encode(self._probe[1], add_bos=True)),
+                probe_tgt_tokens=self.target_tokenizer.token_strings(
+                    self.target_tokenizer.encode(self._probe[1], add_bos=True)),
                 queue_position=position, queue_waiting=waiting,
                 device=str(self.device), num_params=self.model.num_params(), config=self.config.to_dict(),
             )
@@ -531,7 +549,8 @@ class TrainingRun:
         history = self.history()
         buffer = io.BytesIO()
         with self._lock:
-            save_checkpoint(buffer, self.model, self.tokenizer, self.config.task_dict(), history)
+            save_checkpoint(buffer, self.model, self.tokenizer, self.config.task_dict(), history,
+                            target_tokenizer=self.target_tokenizer)
         return buffer.getvalue()
 
     def planned_lr(self, steps: int | None = None) -> list[float]:
@@ -541,19 +560,26 @@ class TrainingRun:
 
 
 @functools.cache
-def parameter_count(task: str, preset: str) -> int:
-    """Trainable parameters of a ``preset`` model for ``task`` (built on the meta device: no memory)."""
-    config = TrainingConfig(task=task, preset=preset)
+def parameter_count(task: str, preset: str, *, norm_first: bool = False, norm_kind: str = "layer",
+                    ffn_kind: str = "relu", position_kind: str = "sinusoidal") -> int:
+    """Trainable parameters of a ``preset`` model for ``task`` with the given variant switches.
+
+    Built on the meta device (no memory). The variants change the count: pre-norm adds a final
+    norm per stack, RMSNorm has d_model parameters where LayerNorm has 2·d_model, SwiGLU's three
+    bias-free matrices of width swiglu_hidden(d_ff) replace the ReLU MLP, the position kinds have none.
+    """
+    config = TrainingConfig(task=task, preset=preset, norm_first=norm_first, norm_kind=norm_kind,
+                            ffn_kind=ffn_kind, position_kind=position_kind)
     task_obj = config.make_task()
     with torch.device("meta"):
-        model = Transformer(config.model_config(CharTokenizer(task_obj.alphabet), task_obj))
+        model = Transformer(config.model_config(task_obj.source_tokenizer(), task_obj, task_obj.target_tokenizer()))
     return model.num_params()
 
 
 @functools.cache
 def vocab_size(task: str) -> int:
-    """Tokens in the vocabulary of ``task`` (its alphabet plus the special tokens)."""
-    return CharTokenizer(make_task(task).alphabet).vocab_size
+    """Tokens in the target vocabulary of ``task`` (its alphabet or words, plus the special tokens)."""
+    return make_task(task).target_tokenizer().vocab_size
 
 
 def loss_floor(task: str, epsilon: float) -> float:

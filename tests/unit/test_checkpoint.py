@@ -304,7 +304,7 @@ def test_pretrained_paths():
     with pytest.raises(ValueError, match="Unknown task"):
         pretrained_path("../secrets")
     names = available_pretrained()
-    assert names == [n for n in ("copy", "reverse", "sort", "dates") if n in names]
+    assert names == [n for n in ("copy", "reverse", "sort", "dates", "en-zh", "zh-en") if n in names]
     assert all(pretrained_path(n).is_file() for n in names)
 
 

@@ -35,13 +35,13 @@ def _pairs(name: str, seed: int = 0, n: int = N) -> list[tuple[str, str]]:
 
 
 def test_registry_and_fields() -> None:
-    assert set(TASKS) == {"copy", "reverse", "sort", "dates"}
+    assert set(TASKS) == {"copy", "reverse", "sort", "dates", "en-zh", "zh-en"}
     for name, task in TASKS.items():
         assert isinstance(task, Task) and task.name == name
         assert set(task.description) == {"en", "zh"}
         assert task.description["en"] and re.search(r"[\u4e00-\u9fff]", task.description["zh"])
         assert set(task.example) <= set(task.alphabet)
-        assert task.min_src_len <= len(task.example) <= task.max_src_len
+        assert task.min_src_len <= len(task.source_tokenizer().encode(task.example)) <= task.max_src_len
         assert task.target_for(task.example) is not None
     assert TASKS["copy"].example == "hello world"
     assert TASKS["dates"].example == "22 nov 2026"
@@ -55,8 +55,9 @@ def test_pairs_within_alphabet_and_bounds(name: str) -> None:
     for src, tgt in _pairs(name):
         assert set(src) <= alphabet, src
         assert set(tgt) <= alphabet, tgt
-        assert task.min_src_len <= len(src) <= task.max_src_len
-        assert 1 <= len(tgt) <= task.max_tgt_len
+        # lengths in tokens: characters, or words for the English side of a translation task
+        assert task.min_src_len <= len(task.source_tokenizer().encode(src)) <= task.max_src_len
+        assert 1 <= len(task.target_tokenizer().encode(tgt)) <= task.max_tgt_len
         assert task.target_for(src) == tgt
 
 

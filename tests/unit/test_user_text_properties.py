@@ -264,7 +264,7 @@ def test_the_batch_of_any_text_builds_and_its_tables_stay_plain(texts, task):
 def test_every_task_answers_any_text_or_says_it_has_none(text, task):
     target = get_task(task).target_for(text)
     assert target is None or isinstance(target, str)
-    if task != "dates":
+    if task in ("copy", "reverse", "sort"):  # dates and the translation tasks answer only their own sentences
         assert target is not None and len(target) == len(text)
 
 
