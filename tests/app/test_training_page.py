@@ -89,7 +89,8 @@ def test_page_explains_and_plans_the_schedule_in_both_languages(app, lang):
     assert translate("training.schedule.peak_caption", lang) in texts(at.caption)
     assert len(charts(at)) == 1  # the planned curve
     sizes = at.radio(key="training.preset").options
-    assert any("26,129" in option for option in sizes) and len(sizes) == 2
+    assert len(sizes) == len(engine.MODEL_PRESETS)
+    assert any("26,129" in caption for caption in texts(at.caption))  # the tiny model's parameters
     assert at.button(key="training.start").disabled is False
     assert translate("training.run.none", lang) in texts(at.info)
 
@@ -236,7 +237,7 @@ def test_model_sizes_are_translated_in_chinese(app):
     assert any(option.startswith("微型") for option in sizes) and any(option.startswith("小型") for option in sizes)
     assert not any("tiny" in option or "small" in option for option in sizes)
     english = open_training(app, lang="en").radio(key="training.preset").options
-    assert [option.split(":")[0] for option in english] == ["tiny", "small"]  # the English labels stay
+    assert [option.split(" (")[0] for option in english] == list(engine.MODEL_PRESETS)  # the English labels stay
 
 
 def test_a_finished_run_offers_samples_use_and_download(app):

@@ -99,7 +99,7 @@ def test_live_run_charts_page_switch_and_stop(open_tab, wait_for_app, screenshot
     screenshot(p, "training_live_en")
 
     sidebar = p.locator('[data-testid="stSidebar"]')
-    sidebar.get_by_role("link", name=translate("attention.title", "en")).click()
+    sidebar.get_by_role("link", name=translate("attention.title", "en"), exact=True).click()
     expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("attention.title", "en"))
     status = sidebar.get_by_text(re.compile(r"Training copy-tiny-1: step \d+ of 20,000"))
     expect(status).to_be_visible()
@@ -108,7 +108,7 @@ def test_live_run_charts_page_switch_and_stop(open_tab, wait_for_app, screenshot
     screenshot(p, "training_sidebar_on_attention_en")
     away_step = int(re.search(r"step (\d+)", status.inner_text()).group(1))
 
-    sidebar.get_by_role("link", name=translate("training.title", "en")).click()
+    sidebar.get_by_role("link", name=translate("training.title", "en"), exact=True).click()
     expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("training.title", "en"))
     wait_for_app(p)
     wait_for(lambda: step_now(p) >= away_step)  # the same run, still going
@@ -224,10 +224,10 @@ def test_finished_run_used_elsewhere_downloaded_and_uploaded(open_tab, wait_for_
     chosen = sidebar.get_by_role("combobox", name=translate("common.sidebar.model", "zh"))
     label = translate("common.model.label_session", "zh", name="reverse-tiny-1")
     expect(chosen).to_have_value(label)
-    sidebar.get_by_role("link", name=translate("attention.title", "zh")).click()
+    sidebar.get_by_role("link", name=translate("attention.title", "zh"), exact=True).click()
     expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("attention.title", "zh"))
     expect(chosen).to_have_value(label)
-    sidebar.get_by_role("link", name=translate("training.title", "zh")).click()
+    sidebar.get_by_role("link", name=translate("training.title", "zh"), exact=True).click()
     wait_for_app(p)
 
     p.get_by_text(translate("training.upload.heading", "zh")).click()

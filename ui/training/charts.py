@@ -3,9 +3,13 @@
 Every chart has a fixed key and a spec that depends only on its labels; while a run trains the
 page redraws them once a second with new datasets only, so the browser updates each chart in
 place instead of remounting it (no flicker).
+
+The run's own charts show the current run; the overlay (:func:`overlay_charts`) shows the runs
+ticked in the compare list, one colour per run, with one legend for its three charts.
 """
 from __future__ import annotations
 
+import html
 from typing import Callable, Sequence
 
 import numpy as np
@@ -45,13 +49,10 @@ def run_label(snap: RunSnapshot, key: str) -> str:
     return t(key, warmup=snap.config["warmup"], mask=mask)
 
 
-def run_charts(snap: RunSnapshot, previous: RunSnapshot | None) -> None:
-    """Loss, learning rate, accuracy and speed of the run, two by two; loss and accuracy also show
-    the run before (``previous``) for comparison."""
+def run_charts(snap: RunSnapshot) -> None:
+    """Loss, learning rate, accuracy and speed of the run, two by two (other runs: :func:`overlay_charts`)."""
     this = run_label(snap, "training.chart.this_run")
     runs = [(this, snap)]
-    if previous is not None:
-        runs.append((run_label(previous, "training.chart.previous_run"), previous))
     left, right = st.columns(2)
     with left:
         _loss_chart(snap, runs)
@@ -119,3 +120,70 @@ def attention_head(weights: np.ndarray, src_tokens: Sequence[str], tgt_tokens: S
         weight_title=t("training.probe.weight"), show_scale=show_scale)
     st.vega_lite_chart(fig.with_datasets(spec, weights=fig.attention_table(weights)),
                        height=fig.attention_height(len(tgt_tokens)), key=f"training.probe_head_{head}")
+
+
+# ------------------------------------------------------------------ the compare overlay
+
+# One colour per compared run (at most ui.training.session.MAX_COMPARED), the first the theme's.
+OVERLAY_COLORS = ("#b8232f", "#3b6fb6", "#2a9d5c", "#d9a21b", "#7b4fb0", "#e07b39", "#1f9aa6", "#5c6370")
+OVERLAY_KEYS = ("training.compare_loss", "training.compare_accuracy", "training.compare_lr")
+
+
+def overlay_colors(spec: dict, count: int) -> dict:
+    """``spec`` with one overlay colour per series and no legend of its own (the page draws one legend)."""
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            color = node.get("color")
+            if isinstance(color, dict) and color.get("field") == "series":
+                color["scale"] = {**color.get("scale", {}), "range": list(OVERLAY_COLORS[:count])}
+                color["legend"] = None
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return spec
+
+
+def overlay_datasets(runs: Sequence[tuple[str, RunSnapshot]]) -> dict[str, dict[str, pa.Table]]:
+    """The overlay's data, chart by chart: each run's loss per step, its evaluations and the rate it used."""
+    return {
+        "loss": {"loss": fig.series_table(_series(list(runs), lambda s: s.losses), "loss")},
+        "accuracy": {"acc": fig.eval_table(_series(list(runs), lambda s: s.evals))},
+        "lr": {"rate": fig.series_table(_series(list(runs), lambda s: s.lrs), "lr")},
+    }
+
+
+def overlay_legend(labels: Sequence[str]) -> str:
+    """The overlay's one legend as HTML: a colour swatch and the run's label, one line each."""
+    items = "".join(
+        f'<li><span style="display:inline-block;width:1.6em;height:0.3em;margin:0 0.5em 0.2em 0;'
+        f'background:{color};vertical-align:middle"></span>{html.escape(label)}</li>'
+        for label, color in zip(labels, OVERLAY_COLORS))
+    return f'<ul class="training-overlay-legend" style="list-style:none;padding:0;margin:0">{items}</ul>'
+
+
+def overlay_charts(runs: Sequence[tuple[str, RunSnapshot]]) -> None:
+    """Loss, exact-match accuracy and learning rate of ``runs`` (label, snapshot) on shared axes,
+    one colour per run; a run still training is redrawn with the page's live refresh."""
+    labels = [label for label, _ in runs]
+    st.html(overlay_legend(labels))
+    data = overlay_datasets(runs)
+    step = t("training.chart.step")
+    specs = {
+        "loss": fig.line_spec("loss", "loss", x_title=step, y_title=t("training.chart.loss"), series=labels,
+                              y_format=".2f"),
+        "accuracy": fig.line_spec("acc", "accuracy", x_title=step, y_title=t("training.chart.accuracy"),
+                                  series=labels, y_format=".0%", y_domain=(0, 1), points=True),
+        "lr": fig.line_spec("rate", "lr", x_title=step, y_title=t("training.chart.lr"), series=labels,
+                            y_format=".1e"),
+    }
+    headings = {"loss": "training.chart.loss_heading", "accuracy": "training.compare.accuracy_heading",
+                "lr": "training.compare.lr_heading"}
+    for column, (name, key) in zip(st.columns(3), zip(specs, OVERLAY_KEYS)):
+        with column:
+            st.markdown(f"**{t(headings[name])}**")
+            st.vega_lite_chart(fig.with_datasets(overlay_colors(specs[name], len(labels)), **data[name]),
+                               height=fig.CHART_HEIGHT, key=key)

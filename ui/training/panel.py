@@ -20,9 +20,9 @@ import pandas as pd
 import streamlit as st
 
 from model.checkpoint import CheckpointError
-from model.config import InvalidConfig, Problem
+from model.config import FFN_KINDS, NORM_KINDS, POSITION_KINDS, InvalidConfig, Problem, ffn_parameter_count, swiglu_hidden
 from model.schedule import noam_lr
-from model.tasks import TASK_NAMES
+from model.tasks import TASK_NAMES, get_task
 from model.training import (
     MAX_BATCH_SIZE, MODEL_PRESETS, ProbeAttention, RunSnapshot, parameter_count, pattern_score,
 )
@@ -30,6 +30,8 @@ from ui import models
 from ui.i18n import t
 from ui.page_errors import fragment
 from ui.training import charts
+from ui.training import compare
+from ui.training import experiments
 from ui.training import session as ts
 from ui.training import status as run_status
 from ui.training.status import STOPPED_REASONS, format_count
@@ -49,11 +51,18 @@ SEED = IntParam("tr_seed", default=_DEFAULTS.seed, lo=0, hi=2**31 - 1)
 STEPS = IntParam("tr_steps", default=_DEFAULTS.max_steps, lo=1, hi=ts.PAGE_MAX_STEPS)
 PADDING = BoolParam("tr_pad", default=_DEFAULTS.use_padding_mask)
 LOOK_AHEAD = BoolParam("tr_ahead", default=_DEFAULTS.use_look_ahead_mask)
+PRE_NORM = BoolParam("tr_prenorm", default=_DEFAULTS.norm_first)
+NORM = ChoiceParam("tr_norm", default=_DEFAULTS.norm_kind, choices=NORM_KINDS)
+FFN = ChoiceParam("tr_ffn", default=_DEFAULTS.ffn_kind, choices=FFN_KINDS)
+POSITION = ChoiceParam("tr_pos", default=_DEFAULTS.position_kind, choices=POSITION_KINDS)
+VARIANTS = {"norm_first": PRE_NORM, "norm_kind": NORM, "ffn_kind": FFN, "position_kind": POSITION}
 
 KEYS = {  # Settings field -> session-state key of its widget
     "task": "training.task", "preset": "training.preset", "batch_size": "training.batch", "warmup": "training.warmup",
     "factor": "training.factor", "label_smoothing": "training.eps", "seed": "training.seed",
     "max_steps": "training.steps", "use_padding_mask": "training.pad", "use_look_ahead_mask": "training.ahead",
+    "norm_first": "training.norm_first", "norm_kind": "training.norm_kind", "ffn_kind": "training.ffn_kind",
+    "position_kind": "training.position_kind",
 }
 COMPARE_KEY = "training.compare"
 _FLASH_KEY = "_training.flash"  # (where, kind, i18n key, args) shown once after a button's callback
@@ -104,12 +113,11 @@ def settings_form() -> ts.Settings:
 
 def _settings_widgets() -> None:
     st.subheader(t("training.settings.heading"))
-    task = st.radio(t("training.settings.task"), TASK.choices, key=bind(TASK, key=KEYS["task"]),
-                    format_func=lambda name: t(f"training.task_name.{name}"), horizontal=True,
-                    help=t("training.settings.task_help"))
+    st.radio(t("training.settings.task"), TASK.choices, key=bind(TASK, key=KEYS["task"]),
+             format_func=lambda name: t(f"training.task_name.{name}"), horizontal=True,
+             help=t("training.settings.task_help"))
     st.radio(t("training.settings.preset"), PRESET.choices, key=bind(PRESET, key=KEYS["preset"]),
-             format_func=lambda name: _preset_label(task, name), horizontal=True,
-             help=t("training.settings.preset_help"))
+             format_func=preset_label, horizontal=True, help=t("training.settings.preset_help"))
     a, b = st.columns(2)
     with a:
         st.number_input(t("training.settings.batch"), BATCH.lo, BATCH.hi, step=8,
@@ -131,13 +139,47 @@ def _settings_widgets() -> None:
               help=t("training.settings.padding_help"))
     st.toggle(t("training.settings.look_ahead"), key=bind(LOOK_AHEAD, key=KEYS["use_look_ahead_mask"]),
               help=t("training.settings.look_ahead_help"))
+    _variant_widgets({name: bind(param, key=KEYS[name]) for name, param in VARIANTS.items()})
 
 
-def _preset_label(task: str, preset: str) -> str:
-    params = parameter_count(task if task in TASK_NAMES else "copy", preset)
+def _variant_widgets(keys: dict[str, str]) -> None:
+    """The four model-variant switches, each with one sentence (and its formula) on the choice made,
+    and the parameter count that the task, size and switches give."""
+    st.markdown(f"**{t('training.variant.heading')}**")
+    st.radio(t("training.variant.norm_first.label"), (False, True), key=keys["norm_first"], horizontal=True,
+             format_func=lambda pre: t(f"training.variant.norm_first.{'pre' if pre else 'post'}"))
+    st.caption(t(f"training.variant.norm_first.{'pre' if st.session_state[keys['norm_first']] else 'post'}_explain"))
+    for name, kinds in (("norm_kind", NORM_KINDS), ("ffn_kind", FFN_KINDS), ("position_kind", POSITION_KINDS)):
+        st.radio(t(f"training.variant.{name}.label"), kinds, key=keys[name], horizontal=True,
+                 format_func=lambda kind, name=name: t(f"training.variant.{name}.{kind}"))
+        st.caption(t(f"training.variant.{name}.{st.session_state[keys[name]]}_explain"))
+    settings = read_settings()
+    if settings.task in TASK_NAMES and settings.preset in MODEL_PRESETS:
+        st.caption(parameter_text(settings))
+
+
+def variant_fields(settings: ts.Settings) -> dict[str, Any]:
+    """The model-variant switches of ``settings``, as ``parameter_count`` takes them."""
+    return {name: getattr(settings, name) for name in VARIANTS}
+
+
+def parameter_text(settings: ts.Settings) -> str:
+    """The model's parameter count with these switches, and what one feed-forward block costs with SwiGLU and ReLU."""
+    sizes = MODEL_PRESETS[settings.preset]
+    d_model, d_ff = sizes["d_model"], sizes["d_ff"]
+    params = parameter_count(settings.task, settings.preset, **variant_fields(settings))
+    return t("training.variant.params", params=f"{params:,}", d_ff=d_ff, hidden=swiglu_hidden(d_ff),
+             relu=f"{ffn_parameter_count(d_model, d_ff, 'relu'):,}",
+             swiglu=f"{ffn_parameter_count(d_model, d_ff, 'swiglu'):,}")
+
+
+def preset_label(preset: str) -> str:
+    """A model size's option: its name and shape. The parameter count, which also depends on the task and
+    the switches, is the sentence under the switches: a radio's labels must not change while it is on
+    screen (the browser would send back the old label, which is no longer an option)."""
     p = MODEL_PRESETS[preset]
-    return t("training.settings.preset_option", name=preset_name(preset), params=f"{params:,}",
-             d_model=p["d_model"], layers=p["n_layers"], heads=p["n_heads"])
+    return t("training.settings.preset_option", name=preset_name(preset), d_model=p["d_model"],
+             layers=p["n_layers"], heads=p["n_heads"])
 
 
 def preset_name(preset: str) -> str:
@@ -255,6 +297,11 @@ def controls(session: ts.TrainingSession, settings: ts.Settings) -> None:
     _show_flash("controls")
 
 
+def suggested_experiments(session: ts.TrainingSession) -> None:
+    """The suggested experiments: one click sets the settings and queues their runs (ui.training.experiments)."""
+    experiments.experiments_section(session, KEYS)
+
+
 # ------------------------------------------------------------------ the run
 
 
@@ -265,26 +312,45 @@ def run_panel(session: ts.TrainingSession) -> None:
     snap = session.snapshot()
     if snap is None:
         st.info(t("training.run.none"), icon=":material/info:")
-    elif snap.live:
+        compare.compare_section(session)
+    elif _changing(session, snap):
         _live_run()
     else:
-        _run(session, snap)
+        _run_and_compare(session, snap)
 
 
 @fragment(run_every=timedelta(seconds=REFRESH_SECONDS))
 def _live_run() -> None:
+    """The run and the compare list, redrawn once a second while the run trains or an experiment's
+    next run is due (the one timer of the page: the overlay of a run still going updates with it)."""
     session = ts.session_training()
     snap = session.snapshot()
-    if snap is None or not snap.live:
+    if snap is None or not _changing(session, snap):
         st.rerun(scope="app")  # the run ended or paused: redraw the whole page once (buttons, results)
-    _run(session, snap)
+    _run_and_compare(session, snap)
+
+
+def _run_and_compare(session: ts.TrainingSession, snap: RunSnapshot) -> None:
+    """The run, then the compare list, each in a container of its own: an element that appears in the
+    run (its first attention snapshot, its first evaluation) must not shift the overlay's charts, which
+    the browser would then draw anew instead of updating in place."""
+    with st.container():
+        _run(session, snap)
+    with st.container():
+        compare.compare_section(session, snap)
+
+
+def _changing(session: ts.TrainingSession, snap: RunSnapshot) -> bool:
+    """True while the run changes by itself (queued or training) or an experiment's next run is due."""
+    return snap.live or session.queued_runs > 0
 
 
 def _run(session: ts.TrainingSession, snap: RunSnapshot) -> None:
     _sidebar_status(session, snap)
     _status(session, snap)
+    experiments.experiment_status(session)
     _metrics(snap)
-    charts.run_charts(snap, session.previous)
+    charts.run_charts(snap)
     if ts.debug_enabled():  # for bench/train_ui_overhead.py: the engine's own clock
         st.caption(f"training-run-stats: state={snap.state} step={snap.step} elapsed_s={snap.elapsed_s:.3f}")
     _probe(snap)
@@ -299,20 +365,15 @@ def _sidebar_status(session: ts.TrainingSession, snap: RunSnapshot) -> None:
         run_status.render(run_status.run_model_name(session), snap)
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return t("training.duration.seconds", s=seconds)
-    return t("training.duration.minutes", m=seconds // 60, s=f"{seconds % 60:02d}")
+_duration = run_status.format_duration
 
 
 def _status(session: ts.TrainingSession, snap: RunSnapshot) -> None:
     cfg = snap.config
     st.markdown(t("training.run.config", task=t(f"training.task_name.{cfg['task']}"), preset=preset_name(cfg["preset"]),
                   params=f"{snap.num_params:,}", device=snap.device, batch=cfg["batch_size"], warmup=cfg["warmup"],
-                  factor=f"{cfg['factor']:g}", eps=f"{cfg['label_smoothing']:g}", seed=cfg["seed"]))
+                  factor=f"{cfg['factor']:g}", eps=f"{cfg['label_smoothing']:g}", seed=cfg["seed"],
+                  variant=compare.differences(cfg, tuple(VARIANTS))))
     if snap.state == "queued":
         if snap.queue_position:
             st.warning(t("training.run.queued", position=snap.queue_position, capacity=session.slots.capacity,
@@ -386,7 +447,7 @@ def _probe(snap: RunSnapshot) -> None:
                                       default=L - 1, format_func=lambda i: t("training.probe.layer_option", n=i + 1))
         layer = chosen if chosen is not None else L - 1
     task = snap.config["task"]
-    source = "".join(snap.probe_src_tokens)
+    source = source_text(task, snap.probe_src_tokens)
     st.markdown(t("training.probe.caption", step=probe.step, source=markdown_literal(source, 60),
                   output=markdown_literal(probe.output, 60) or "∅"))
     pattern = PATTERNS.get(task)
@@ -400,12 +461,17 @@ def _probe(snap: RunSnapshot) -> None:
     st.caption(t(f"training.probe.expect_{task}"))
 
 
+def source_text(task: str, tokens: list[str]) -> str:
+    """The probe's source as it was typed: characters joined, words (a translation task's English) spaced."""
+    return (" " if get_task(task).source_tokenizer().unit == "word" else "").join(tokens)
+
+
 def _chosen_probe(snap: RunSnapshot) -> ProbeAttention:
     """The snapshot to show: the newest while the run trains (a slider would fight the refresh),
     else the one the history slider picks."""
     steps = [p.step for p in snap.probes]
     if snap.live or len(steps) < 2:
-        if snap.live and len(steps) > 1:
+        if snap.live:  # (from the first snapshot on: an element appearing later would remount the charts below)
             st.caption(t("training.probe.pause_to_look_back"))
         return snap.probes[-1]
     if st.session_state.get(_PROBE_KEY) not in steps:

@@ -35,8 +35,8 @@ import os
 import random
 import re
 import threading
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
 
 import streamlit as st
 
@@ -57,6 +57,9 @@ DEFAULT_MAX_SECONDS = 300.0
 PAGE_MAX_STEPS = 20_000  # the step widget's maximum (the engine allows more)
 SAMPLE_COUNT = 8
 EVAL_SIZE = 100  # held-out examples answered greedily at each evaluation
+MAX_COMPARED = 8  # runs a session's compare list keeps (the oldest is dropped, with a note)
+QUEUE_THREAD_NAME = "training-queue"  # the thread that starts an experiment's next run
+QUEUE_POLL_S = 0.1
 _STATE_KEY = "_training.session"
 
 
@@ -148,6 +151,10 @@ class Settings:
     max_steps: int = 600
     use_padding_mask: bool = True
     use_look_ahead_mask: bool = True
+    norm_first: bool = False  # the model variant: norm placement (post = the paper), norm, FFN, positions
+    norm_kind: str = "layer"
+    ffn_kind: str = "relu"
+    position_kind: str = "sinusoidal"
 
     def to_config(self, max_seconds: float | None = None) -> TrainingConfig:
         """The engine's config (:class:`~model.config.InvalidConfig` when the engine refuses these settings)."""
@@ -156,6 +163,8 @@ class Settings:
             factor=self.factor, label_smoothing=self.label_smoothing, seed=self.seed, max_steps=self.max_steps,
             max_seconds=max_seconds if max_seconds is not None else max_run_seconds(),
             use_padding_mask=self.use_padding_mask, use_look_ahead_mask=self.use_look_ahead_mask,
+            norm_first=self.norm_first, norm_kind=self.norm_kind, ffn_kind=self.ffn_kind,
+            position_kind=self.position_kind,
             eval_every=min(max(self.max_steps // 20, 10), 100), eval_size=EVAL_SIZE,
             probe_every=min(max(self.max_steps // 40, 5), 50),
         )
@@ -189,9 +198,43 @@ class Sample:
         return self.output == self.target
 
 
+@dataclass(frozen=True)
+class ComparedRun:
+    """One run of the session's compare list: its name, settings and curves, never its model."""
+
+    number: int  # the run's number in this session (its name ends with it)
+    name: str
+    snapshot: RunSnapshot  # its final curves (the latest while it trains), without the attention snapshots
+    shown: bool  # ticked: drawn in the overlay
+
+    @property
+    def config(self) -> dict:
+        return self.snapshot.config
+
+
+@dataclass
+class _Listed:
+    """A compare-list entry as the session keeps it (``final`` is set once the run is over)."""
+
+    number: int
+    name: str
+    final: RunSnapshot | None = None
+    shown: bool = True
+
+
+def curves_only(snap: RunSnapshot) -> RunSnapshot:
+    """``snap`` without its attention snapshots (its largest part): what the compare list keeps."""
+    return replace(snap, probes=[])
+
+
 @dataclass
 class TrainingSession:
-    """The runs of one browser session: the current one and the final snapshot of the one before.
+    """The runs of one browser session: the current one, the compare list of this session's runs
+    (at most :data:`MAX_COMPARED`, curves and settings only) and an experiment's queued runs.
+
+    A visitor trains one run at a time: an experiment of several runs (:meth:`start_queue`) starts
+    its first run at once and each next one when the one before it ends, from a small thread of
+    its own, so the queue goes on while the visitor is on another page.
 
     Thread-safe for the calls a page makes; :meth:`close` may come from any thread (Streamlit
     calls it when the session disconnects).
@@ -200,33 +243,94 @@ class TrainingSession:
     slots: RunSlots
     device: str | None = None
     run: TrainingRun | None = None
-    previous: RunSnapshot | None = None  # the run before, for comparison curves
     released: bool = False  # the browser session went away and the run was stopped
     run_number: int = 0
+    experiment: str | None = None  # the suggested experiment whose runs were queued last
+    dropped: tuple[str, ...] = ()  # runs the full compare list dropped when the last run started
+    _listed: list[_Listed] = field(default_factory=list)
+    _queue: list[TrainingConfig] = field(default_factory=list)
+    _queue_cancel: threading.Event | None = None
     _samples: dict[tuple[int, int, int], list[Sample]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _start_lock: threading.Lock = field(default_factory=threading.Lock)  # one start at a time
 
     # -- control -------------------------------------------------------------------------------
     def start(self, config: TrainingConfig) -> TrainingRun:
-        """Stop any current run (keeping its final snapshot as ``previous``) and start a new one."""
+        """Stop any current run and any queued experiment, and start a new run (listed for comparison)."""
+        with self._start_lock:
+            self._cancel_queue()
+            self.experiment = None
+            return self._start(config)
+
+    def start_queue(self, configs: Sequence[TrainingConfig], experiment: str) -> TrainingRun:
+        """Start the first of ``configs`` now and each next one when the run before it ends."""
+        if not configs:
+            raise ValueError("An experiment needs at least one run.")
+        with self._start_lock:
+            self._cancel_queue()
+            run = self._start(configs[0])
+            self.experiment = experiment
+            if len(configs) > 1 and not self.released:
+                cancel = threading.Event()
+                with self._lock:
+                    self._queue, self._queue_cancel = list(configs[1:]), cancel
+                threading.Thread(target=self._run_queue, args=(cancel,), name=QUEUE_THREAD_NAME,
+                                 daemon=True).start()
+        return run
+
+    def _start(self, config: TrainingConfig) -> TrainingRun:
         with self._lock:
             old = self.run
             if old is not None:
                 old.stop()
-                if old.snapshot().step > 0:
-                    self.previous = old.snapshot()
+                self._freeze_current(old.snapshot())
             run = TrainingRun(config, device=self.device, slots=self.slots)
             configure_threads_once(str(run.device))
             self.run_number += 1
             self.run = run
             self.released = False
             self._samples.clear()
+            self._listed.append(_Listed(self.run_number, default_model_name(config.to_dict(), self.run_number)))
+            dropped = len(self._listed) - MAX_COMPARED
+            self.dropped = tuple(entry.name for entry in self._listed[:max(dropped, 0)])
+            del self._listed[:max(dropped, 0)]
         run.start()
         if not _browser_session_connected():
             # The tab closed between the click and this callback: Streamlit may already have
             # released this session's resources, so nobody would ever stop the run.
             self.close()
         return run
+
+    def _run_queue(self, cancel: threading.Event) -> None:
+        """The queue's thread: start the next queued run whenever the current one has ended."""
+        while not cancel.is_set():
+            run = self.run
+            if run is not None and run.alive:
+                cancel.wait(QUEUE_POLL_S)
+                continue
+            with self._start_lock:
+                with self._lock:
+                    if cancel.is_set() or not self._queue:
+                        break
+                    config = self._queue.pop(0)
+                started = self._start(config)
+            if cancel.is_set():  # the session closed while the run started: nobody else would stop it
+                started.stop(timeout=0)
+        with self._lock:
+            if self._queue_cancel is cancel:
+                self._queue, self._queue_cancel = [], None
+
+    def _cancel_queue(self) -> None:
+        with self._lock:
+            cancel, self._queue_cancel = self._queue_cancel, None
+            self._queue = []
+        if cancel is not None:
+            cancel.set()
+
+    @property
+    def queued_runs(self) -> int:
+        """Runs of an experiment still waiting for the current run to end."""
+        return len(self._queue)
 
     def pause(self) -> None:
         if self.run is not None:
@@ -237,16 +341,20 @@ class TrainingSession:
             self.run.resume()
 
     def stop(self) -> None:
+        """Stop the run, and the rest of an experiment's queue with it."""
+        self._cancel_queue()
         if self.run is not None:
             self.run.stop()
 
     def reset(self) -> None:
-        """Stop the run and forget it and the one before."""
+        """Stop the run and any queue, and forget the run and the compare list."""
+        self._cancel_queue()
         with self._lock:
             if self.run is not None:
                 self.run.stop()
             self.run = None
-            self.previous = None
+            self._listed.clear()
+            self.experiment, self.dropped = None, ()
             self._samples.clear()
 
     def close(self) -> None:
@@ -255,6 +363,7 @@ class TrainingSession:
         Does not wait for the thread: Streamlit calls this on its event loop when a tab closes,
         and the thread ends by itself after at most one step.
         """
+        self._cancel_queue()
         run = self.run
         self.released = True
         if run is not None and run.alive:
@@ -273,8 +382,62 @@ class TrainingSession:
 
     @property
     def live(self) -> bool:
+        """True while the run trains or waits, or an experiment has runs still to start."""
         run = self.run
-        return run is not None and run.alive
+        return (run is not None and run.alive) or bool(self._queue)
+
+    # -- the compare list ----------------------------------------------------------------------
+    def _freeze_current(self, snap: RunSnapshot) -> None:
+        """Keep the current run's final curves in its list entry, or drop it if it never trained (lock held)."""
+        for entry in self._listed:
+            if entry.number == self.run_number and entry.final is None:
+                if snap.step > 0:
+                    entry.final = curves_only(snap)
+                else:
+                    self._listed.remove(entry)
+                return
+
+    def compared(self, current: RunSnapshot | None = None) -> list[ComparedRun]:
+        """The compare list, oldest first: every run of this session that trained (at most
+        :data:`MAX_COMPARED`); the current run with its latest curves (``current``, if the caller
+        has just taken its snapshot)."""
+        with self._lock:
+            run, number = self.run, self.run_number
+            snap = current if current is not None else (run.snapshot() if run is not None else None)
+            if snap is not None and snap.state in ("finished", "failed"):
+                self._freeze_current(snap)
+            listed = [(e.number, e.name, e.final, e.shown) for e in self._listed]
+        compared = []
+        for n, name, final, shown in listed:
+            if final is None:
+                if n != number or snap is None or snap.step == 0:
+                    continue
+                final = curves_only(snap)
+            compared.append(ComparedRun(n, name, final, shown))
+        return compared
+
+    def show(self, number: int, shown: bool) -> None:
+        """Tick (or untick) run ``number`` for the overlay."""
+        with self._lock:
+            for entry in self._listed:
+                if entry.number == number:
+                    entry.shown = bool(shown)
+
+    def remove(self, number: int) -> bool:
+        """Take run ``number`` off the compare list (not the run still training); True if it was removed."""
+        with self._lock:
+            if number == self.run_number and self.run is not None and self.run.alive:
+                return False
+            kept = [entry for entry in self._listed if entry.number != number]
+            removed, self._listed = len(kept) < len(self._listed), kept
+        return removed
+
+    @property
+    def previous(self) -> RunSnapshot | None:
+        """The final curves of the newest listed run before the current one (None if there is none)."""
+        with self._lock:
+            earlier = [e.final for e in self._listed if e.number != self.run_number and e.final is not None]
+        return earlier[-1] if earlier else None
 
     def samples(self, step: int, batch: int = 0, n: int = SAMPLE_COUNT) -> list[Sample]:
         """Greedy answers of the current model to ``n`` fresh examples (the latest answer is kept)."""
@@ -337,8 +500,8 @@ def session_training() -> TrainingSession:
     earlier = st.session_state.get(_STATE_KEY)
     if earlier is not None and earlier is not owned:
         if owned.run is None and earlier.run is not None:
-            owned.run, owned.previous, owned.run_number = earlier.run, earlier.previous, earlier.run_number
-            owned.released = earlier.released
+            owned.run, owned.run_number, owned.released = earlier.run, earlier.run_number, earlier.released
+            owned._listed, owned.experiment, owned.dropped = earlier._listed, earlier.experiment, earlier.dropped
     st.session_state[_STATE_KEY] = owned
     return owned
 

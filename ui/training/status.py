@@ -38,6 +38,16 @@ def format_count(n: int) -> str:
     return f"{n:,}"
 
 
+def format_duration(seconds: float | None) -> str:
+    """A run's training time as the page writes it: ``42 s``, ``3 min 05 s`` (``–`` when unknown)."""
+    if seconds is None:
+        return "–"
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return t("training.duration.seconds", s=seconds)
+    return t("training.duration.minutes", m=seconds // 60, s=f"{seconds % 60:02d}")
+
+
 def run_model_name(session: training.TrainingSession) -> str:
     """The name the sidebar gives the session's current run, e.g. ``copy-tiny-1``."""
     config = session.run.config
@@ -92,12 +102,19 @@ def render(model: str, status: RunStatus) -> None:
         st.progress(min(status.step / status.max_steps, 1.0))
 
 
+def _changing(current: tuple[str, RunStatus] | None) -> bool:
+    """True while the run changes by itself: it trains or queues, or an experiment's next run is due."""
+    session = training.peek_session()
+    return (current is not None and current[1].live) or (session is not None and session.queued_runs > 0)
+
+
 @fragment(run_every=timedelta(seconds=REFRESH_SECONDS))
 def _live_status() -> None:
     current = current_run()
-    if current is None or not current[1].live:
+    if not _changing(current):
         st.rerun(scope="app")  # it paused, ended or failed: redraw the whole page once, then stay still
-    render(*current)
+    if current is not None:
+        render(*current)
 
 
 def sidebar_status() -> None:
@@ -107,9 +124,7 @@ def sidebar_status() -> None:
     (:func:`ui.training.panel.run_panel`): one source for both, refreshed together.
     """
     current = current_run()
-    if current is None:
-        return
-    if current[1].live:
+    if _changing(current):
         _live_status()
-    else:
+    elif current is not None:
         render(*current)
