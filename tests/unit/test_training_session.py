@@ -66,8 +66,8 @@ def test_page_settings_become_a_config_with_the_server_caps(monkeypatch):
         (dict(max_steps=0), Problem("max_steps", {"limit": MAX_STEPS})),
         (dict(max_steps=MAX_STEPS + 1), Problem("max_steps", {"limit": MAX_STEPS})),
         (dict(seed=-1), Problem("seed", {})),
-        (dict(task="poetry"), Problem("task", {"task": "poetry", "tasks": "copy, reverse, sort, dates"})),
-        (dict(preset="huge"), Problem("preset", {"preset": "huge", "presets": "tiny, small"})),
+        (dict(task="poetry"), Problem("task", {"task": "poetry", "tasks": "copy, reverse, sort, dates, en-zh, zh-en"})),
+        (dict(preset="huge"), Problem("preset", {"preset": "huge", "presets": "tiny, small, base-mt"})),
     ],
 )
 def test_bad_settings_are_refused_by_the_engine_with_a_translated_sentence(change, problem, monkeypatch):
