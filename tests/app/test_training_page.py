@@ -95,6 +95,13 @@ def test_page_explains_and_plans_the_schedule_in_both_languages(app, lang):
     assert translate("training.run.none", lang) in texts(at.info)
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_translation_task_says_how_fast_it_trains_on_one_core(app, lang):
+    caption = translate("training.settings.translation_time", lang)
+    assert caption in texts(open_training(app, lang=lang, tr_task="zh-en").caption)
+    assert caption not in texts(open_training(app, lang=lang, tr_task="copy").caption)
+
+
 def test_settings_are_mirrored_in_the_url_and_shape_the_peak(app):
     at = open_training(app, tr_task="reverse", tr_size="small", tr_warmup="50", tr_ahead="false", tr_steps="300")
     assert at.radio(key="training.task").value == "reverse"

@@ -22,7 +22,7 @@ import streamlit as st
 from model.checkpoint import CheckpointError
 from model.config import FFN_KINDS, NORM_KINDS, POSITION_KINDS, InvalidConfig, Problem, ffn_parameter_count, swiglu_hidden
 from model.schedule import noam_lr
-from model.tasks import TASK_NAMES, get_task
+from model.tasks import TASK_NAMES, TRANSLATION_TASKS, get_task
 from model.training import (
     MAX_BATCH_SIZE, MODEL_PRESETS, ProbeAttention, RunSnapshot, parameter_count, pattern_score,
 )
@@ -116,6 +116,8 @@ def _settings_widgets() -> None:
     st.radio(t("training.settings.task"), TASK.choices, key=bind(TASK, key=KEYS["task"]),
              format_func=lambda name: t(f"training.task_name.{name}"), horizontal=True,
              help=t("training.settings.task_help"))
+    if st.session_state.get(KEYS["task"]) in TRANSLATION_TASKS:
+        st.caption(t("training.settings.translation_time"))
     st.radio(t("training.settings.preset"), PRESET.choices, key=bind(PRESET, key=KEYS["preset"]),
              format_func=preset_label, horizontal=True, help=t("training.settings.preset_help"))
     a, b = st.columns(2)
