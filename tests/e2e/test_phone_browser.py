@@ -17,6 +17,10 @@ VIEWS = (  # every page, and the sections of a page that draw something else
     "/positional-encoding", "/attention", "/attention?att_view=heads", "/attention?att_view=inside",
     "/attention?att_view=stats", "/attention?att_view=ablation", "/decoding", "/decoding?dec_view=compare",
     "/decoding?dec_view=forcing", "/training",
+    "/feed-forward", "/feed-forward?ff_view=position", "/feed-forward?ff_view=params", "/residual-stream",
+    "/residual-stream?rs_view=off", "/layer-norm", "/output-and-loss", "/output-and-loss?out_view=seed",
+    "/output-and-loss?out_view=loss", "/output-and-loss?out_view=smoothing", "/bleu", "/bleu?bleu_view=worked",
+    "/attention-cost",
 )
 MARKUP = re.compile(r"\*\*|\$|\\|`|:material/")
 
