@@ -7,16 +7,19 @@ from explain.attention import (KINDS, AttentionView, HeadId, ablation_triples, a
                                head_statistics, long_attention_csv, mean_peak, most_focused_head, query_key_tokens,
                                row_entropy, sequence_probability)
 from explain.head_output import head_outputs, head_outputs_csv, output_projection
-from explain.tasks import expected_output
+from explain.pronoun import SENTENCES, PronounHeads, pronoun_frame, pronoun_heads
+from explain.tasks import expected_output, task_of
+from explain.tokens import target_tokenizer
 from figures import attention as charts
 from figures.head_output import head_output_figure
 from figures.head_view import head_view_figure
 from ui.cache import computed
 from ui.head_set import HeadSetParam
 from ui.i18n import t
-from ui.models import selected_model
+from ui.models import MODEL_STATE_KEY, available_models, selected_model
 from ui.nav import tour_links
 from ui.page_errors import fragment
+from ui.sidebar import mark_model_picked
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal
 from ui.widgets import csv_download, plot, sentence_input
 
@@ -275,7 +278,7 @@ def heads_to_switch_off(ckpt) -> list[str]:
 def ablation(ckpt, source: str, base: AttentionView) -> None:
     """The answer with every head on, next to the answer with the chosen heads off."""
     off = heads_to_switch_off(ckpt)
-    ids = answer_ids(ckpt.tokenizer, base.answer)
+    ids = answer_ids(target_tokenizer(ckpt), base.answer)
     p_base, per_base = sequence_probability(base, ids)
     left, right = st.columns(2)
     with left, st.container(border=True):
@@ -290,7 +293,7 @@ def ablation(ckpt, source: str, base: AttentionView) -> None:
     same = view_of(ckpt, source, base.answer, ablate_heads=triples)
     own = view_of(ckpt, source, ablate_heads=triples)
     p_same, per_same = sequence_probability(same, ids)
-    p_own, _ = sequence_probability(own, answer_ids(ckpt.tokenizer, own.answer))
+    p_own, _ = sequence_probability(own, answer_ids(target_tokenizer(ckpt), own.answer))
     with right, st.container(border=True):
         st.markdown(f"**{t('attention.ablation.some_off', count=len(off))}**")
         st.code(own.answer or " ", language=None)
@@ -302,10 +305,81 @@ def ablation(ckpt, source: str, base: AttentionView) -> None:
     else:
         st.warning(t("attention.ablation.changed_answer"), icon=":material/swap_horiz:")
     names = (t("attention.ablation.all_on"), t("attention.ablation.some_off", count=len(off)))
-    chart = charts.ablation_figure(ckpt.tokenizer.token_strings(ids), per_base, per_same, names=names,
+    chart = charts.ablation_figure(target_tokenizer(ckpt).token_strings(ids), per_base, per_same, names=names,
                                    x_title=t("attention.ablation.x_title"), y_title=t("attention.ablation.y_title"),
                                    hover="%{x}: %{y:.3f}")
     plot(chart, key="attention.ablation_chart", config=PLOT_CONFIG)
+
+
+# ------------------------------------------------------------------ try this: the translation models
+
+TRANSLATIONS = ("en-zh", "zh-en")
+REORDER = {"en-zh": ("the cat ate two apples in the garden yesterday .", "猫昨天在花园里吃了两个苹果。"),
+           "zh-en": ("猫昨天在花园里吃了两个苹果。", "the cat ate two apples in the garden yesterday .")}
+
+
+def open_example(model: str, sentence: str, kind: str, head: tuple[int, int] | None = None) -> None:
+    """A "try this" button's click: ``sentence`` on ``model`` in the overview of ``kind``, on ``head`` if given."""
+    state = st.session_state
+    if state.get(MODEL_STATE_KEY) != model:
+        state[MODEL_STATE_KEY] = model
+        mark_model_picked()
+    state["attention.text"] = state["attention.text._last"] = sentence  # typed text: no model's example replaces it
+    state["attention.section"], state["attention.kind"] = "overview", kind
+    if head is not None:
+        state[LAYER_KEY], state[HEAD_KEY] = head
+        mark_picked()
+
+
+def reorder_try(task: str) -> None:
+    """Where the words of 在花园里 go: the cross-attention of the reordering sentence of ``task``."""
+    source, target = REORDER[task]
+    st.markdown(t(f"attention.translation.reorder_{task.replace('-', '_')}", source=source, target=target))
+    st.button(t("attention.translation.reorder_button"), icon=":material/swap_horiz:", key="attention.try_reorder",
+              on_click=open_example, args=(task, source, "cross"))
+
+
+def pronoun_try(ckpt) -> None:
+    """The pronoun pair on an en-zh model, with the heads that tell what "it" is (computed, see explain.pronoun)."""
+    result: PronounHeads = computed(pronoun_heads, model=ckpt)
+    tired, wide = result.cases
+    st.markdown(t("attention.translation.pronoun", tired=tired.sentence, wide=wide.sentence,
+                  tired_zh=tired.referent_zh, wide_zh=wide.referent_zh))
+    st.markdown(t("attention.translation.pronoun_answers", tired_answer=tired.answer, wide_answer=wide.answer))
+    for kind in ("encoder", "cross"):
+        best = result.best[kind]
+        verdict = "resolves" if best.resolves else "does_not"
+        st.markdown(t(f"attention.translation.{kind}_{verdict}", layer=best.layer, head=best.head,
+                      tired_ref=tired.referent, wide_ref=wide.referent,
+                      tired_w=f"{best.right[0]:.2f}", wide_w=f"{best.right[1]:.2f}"))
+    shown = result.best["encoder"] if result.resolved_by("encoder") else result.best["cross"]
+    with st.container(horizontal=True):
+        for case, label in ((tired, "tired_button"), (wide, "wide_button")):
+            st.button(t(f"attention.translation.{label}"), key=f"attention.try_{label}", on_click=open_example,
+                      args=("en-zh", case.sentence, shown.kind, (shown.layer, shown.head)))
+    csv_download("attention.translation.pronoun_export", lambda: pronoun_frame(result).to_csv(index=False),
+                 "attention_pronoun_heads.csv", "attention.export_pronoun")
+
+
+def translation_try(ckpt) -> None:
+    """The reordering and pronoun examples: on a translation model, its own; on another, buttons that switch to en-zh."""
+    task = getattr(task_of(ckpt), "name", None) if ckpt is not None else None
+    if "en-zh" not in available_models() and task not in TRANSLATIONS:
+        return
+    st.markdown(f"**{t('attention.translation.heading')}**")
+    if task not in TRANSLATIONS:
+        st.caption(t("attention.translation.other_model"))
+        reorder_try("en-zh")
+        st.button(t("attention.translation.tired_button"), key="attention.try_pronoun_switch", on_click=open_example,
+                  args=("en-zh", SENTENCES[0], "cross"))
+        return
+    reorder_try(task)
+    if task == "en-zh":
+        pronoun_try(ckpt)
+    elif "en-zh" in available_models():
+        st.caption(t("attention.translation.pronoun_needs_en_zh"))
+        st.button(t("attention.translation.tired_button"), key="attention.try_pronoun_switch", on_click=open_example,
+                  args=("en-zh", SENTENCES[0], "cross"))
 
 
 # ------------------------------------------------------------------ the page
@@ -346,5 +420,6 @@ if checkpoint is not None:
 with st.container(border=True):
     st.markdown(f"**{t('attention.try.heading')}**")
     st.markdown(t("attention.try.body"))
+    translation_try(checkpoint)
 
 tour_links("attention")

@@ -5,7 +5,8 @@ import streamlit as st
 from explain.decoding import (EOS, STRATEGIES, TOP_K_CHOICES, TRACE_K, DecodeTrace, beams_table, decode, first_difference,
                               forcing_table, generated_tokens, parse_top_k, teacher_forcing)
 from explain.tasks import expected_output
-from explain.text import prepare_sentence
+from explain.text import first_units, join_units, prepare_sentence, unit_of
+from explain.tokens import target_tokenizer
 from figures import decoding as pictures
 from figures.labels import display_token
 from ui.cache import computed
@@ -72,7 +73,7 @@ def step_by_step(ckpt, source: str) -> None:
                                      key=bind(IntParam("dec_layer", 1, lo=1, hi=cfg.n_layers), key="decoding.layer"))
         head = st.segmented_control(t("decoding.head"), list(range(1, cfg.n_heads + 1)), required=True,
                                     key=bind(IntParam("dec_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
-    step_view(trace, strategy, layer, head, cfg.n_heads)
+    step_view(trace, strategy, layer, head, cfg.n_heads, unit_of(target_tokenizer(ckpt)))
     st.caption(" ".join((t("decoding.steps.triangle_caption"), t("decoding.steps.topk_caption", k=TRACE_K),
                          t("decoding.steps.cross_caption"))))
     st.caption(t("decoding.smoothing_note"))
@@ -101,13 +102,14 @@ def step_controls(n: int) -> int:
 
 
 @fragment
-def step_view(trace: DecodeTrace, strategy: str, layer: int, head: int, n_heads: int) -> None:
-    """The step controls and what the chosen step shows. A fragment: moving through the steps reruns
-    only this part of the page (the trace is already decoded)."""
+def step_view(trace: DecodeTrace, strategy: str, layer: int, head: int, n_heads: int, unit: str = "char") -> None:
+    """The step controls and what the chosen step shows (``unit``: what one output token is, "char" or
+    "word"). A fragment: moving through the steps reruns only this part of the page (the trace is already
+    decoded)."""
     n = len(trace.steps)
     status = st.empty()  # above the slider, though it says what the slider chose
     step = step_controls(n) if n > 1 else 1
-    status.markdown(step_status(trace, step))
+    status.markdown(step_status(trace, step, unit))
     current = trace.steps[step - 1]
     if current.chosen == EOS:
         st.success(t("decoding.steps.done", output=markdown_literal(trace.output, limit=80)),
@@ -119,11 +121,12 @@ def step_view(trace: DecodeTrace, strategy: str, layer: int, head: int, n_heads:
         st.dataframe(beams_table(trace, beam_columns(), step), hide_index=True, width="stretch")
 
 
-def step_status(trace: DecodeTrace, step: int) -> str:
-    """Markdown: step ``step`` of ``n``, what the decoder reads and writes, and what it has written so far."""
+def step_status(trace: DecodeTrace, step: int, unit: str = "char") -> str:
+    """Markdown: step ``step`` of ``n``, what the decoder reads and writes, and what it has written so far
+    (words joined by spaces, characters by nothing)."""
     current = trace.steps[step - 1]
     prefix = " ".join(display_token(tok) for tok in current.prefix)
-    written = "".join(tok for tok in generated_tokens(trace, step) if tok != EOS)
+    written = join_units([tok for tok in generated_tokens(trace, step) if tok != EOS], unit)
     return (t("decoding.steps.status", step=step, n=len(trace.steps), prefix=markdown_literal(prefix, limit=200),
               chosen=markdown_literal(display_token(current.chosen)), p=f"{current.chosen_prob:.3f}")
             + " " + t("decoding.steps.written", written=markdown_literal(written, limit=200) or "∅"))
@@ -187,7 +190,7 @@ def forcing_target(ckpt, source: str) -> str | None:
     """The answer teacher forcing feeds: the task's correct one, else one the visitor types (None: none yet)."""
     expected = expected_output(ckpt, source)
     if expected is not None:
-        target = expected[: ckpt.model.config.max_len - 1]
+        target = first_units(expected, ckpt.model.config.max_len - 1, unit_of(target_tokenizer(ckpt)))
         st.markdown(t("decoding.forcing.target_known"))
         st.code(target or " ", language=None)
         return target
@@ -195,7 +198,7 @@ def forcing_target(ckpt, source: str) -> str | None:
     typed = st.text_input(t("decoding.forcing.target_label"),
                           key=text_box_key(TextParam("dec_target", "", max_len=TARGET_CHARS), "decoding.target"))
     show_box_cut("decoding.target", typed, TARGET_CHARS)
-    prepared = prepare_sentence(typed, ckpt.tokenizer, max_chars=char_limit(ckpt))
+    prepared = prepare_sentence(typed, target_tokenizer(ckpt), max_chars=char_limit(ckpt))
     show_notices(prepared)
     return prepared.sentences[0] if prepared.sentences else None
 

@@ -193,8 +193,9 @@ tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
 task_name = ckpt.task.get("name") if ckpt is not None else "copy"
 limit = char_limit(ckpt)
 
-raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "masks")
-alphabet_note(tokenizer.alphabet)
+raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "masks",
+                  ckpt)
+alphabet_note(tokenizer)
 prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
 show_notices(prepared)
 
@@ -202,7 +203,8 @@ if prepared.sentences:
     sentences = tuple(prepared.sentences)
     index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),
                             "masks")
-    pair = pair_tokens(computed(batch_of, sentences, tokenizer.alphabet, task_name), index)
+    alphabet = getattr(tokenizer, "alphabet", "")  # a word model has a vocabulary instead (batch_of reads its task's)
+    pair = pair_tokens(computed(batch_of, sentences, alphabet, task_name), index)
     section = st.segmented_control(t("masks.section_label"), SECTIONS, required=True,
                                    format_func=lambda s: t(f"masks.{s}.heading"),
                                    key=bind(SECTION, key="masks.section"))

@@ -5,6 +5,7 @@ import streamlit as st
 from explain.positional import (BASES, ROPE_CIRCLE_POSITIONS, ROPE_MAX_POSITIONS, offset_similarity, order_blindness,
                                 pe_table, position_similarity, relative_starts, rope_circle, rope_scores, rope_starts,
                                 wavelength, worked_example)
+from explain.tasks import sentence_example
 from explain.text import prepare_sentence
 from figures.positional import (attention_maps, example_table_html, frequency_figure, offset_figure,
                                 rope_circle_figure, rope_lines_figure, rope_matrix_figure, similarity_figure)
@@ -14,7 +15,7 @@ from ui.models import selected_model
 from ui.nav import tour_links
 from ui.page_errors import fragment
 from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind, clamp_state
-from ui.widgets import char_limit, plot, show_box_cut, show_notices, text_box_key
+from ui.widgets import char_limit, example_box_key, plot, show_box_cut, show_notices
 
 D_MODEL = IntParam("pe_d", default=64, lo=2, hi=256, step=2)  # sin/cos pairs: even sizes only
 POSITIONS = IntParam("pe_len", default=50, lo=2, hi=128)
@@ -116,7 +117,9 @@ def order_blindness_view(ckpt) -> None:
     shuffle and the sentence redraw only this."""
     c1, c2, c3 = st.columns([4, 2, 2], vertical_alignment="bottom")
     with c1:
-        raw = st.text_input(t("positional.blind.sentence"), key=text_box_key(SENTENCE, "positional.sentence"))
+        raw = st.text_input(t("positional.blind.sentence"), key=example_box_key(
+            SENTENCE, "positional.sentence", sentence_example(ckpt, SENTENCE.default)))
+        st.session_state["positional.sentence._last"] = raw
     with c2:
         use_pe = st.toggle(t("positional.blind.use_pe"), key=bind(USE_PE, key="positional.use_pe"))
     with c3:

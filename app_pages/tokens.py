@@ -98,14 +98,15 @@ if ckpt is None:
     st.caption(t("tokens.no_model_tokens"))
 
 st.subheader(t("tokens.batch.heading"))
-raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "tokens")
-alphabet_note(tokenizer.alphabet)
+raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "tokens",
+                  ckpt)
+alphabet_note(tokenizer)
 prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
 show_notices(prepared)
 
 if prepared.sentences:
     sentences = tuple(prepared.sentences)
-    batch = computed(batch_of, sentences, tokenizer.alphabet, task_name)
+    batch = computed(batch_of, sentences, getattr(tokenizer, "alphabet", ""), task_name)  # a word model has none
     batch_tables(batch)
     st.caption(t("tokens.batch.legend"))
     if any(target is None for target in batch.targets):

@@ -117,6 +117,7 @@ def arrows(label: Text, path: str, id: str, setup: tuple[Step, ...] = ()) -> Row
 HOME, TOK, MASKS, ATT = "/?lang=en", "/tokens?lang=en", "/masks?lang=en", "/attention?lang=en"
 ATT_FIRST = ATT + "&att_layer=1&att_head=1"  # the page opens on the most focused head: start from 1/1 explicitly
 POS, DEC, TRAIN = "/positional-encoding?lang=en", "/decoding?lang=en", "/training?lang=en"
+LN = "/layer-norm?lang=en&model=copy"
 BATCH = "hello world\nattention is all you need\nhi!"
 MASK_SWITCHES, MASKS_FIRST = "Masks on (click to switch one off or on)", "The masks of this sentence"
 MASKS_EFFECT = (choose("Show", "What the masks do to the model's attention"),)
@@ -161,6 +162,23 @@ ROWS: list[Row] = [
          "attention:inside-kind", INSIDE),
     Row("attention:ablate", ATT, select("Heads to switch off", "Encoder self-attention · layer 1 · head 1"),
         unselect("Heads to switch off"), ABLATION),
+    # Feed-forward network and the residual stream (#20)
+    Row("nav:attention-ffn", ATT, nav("Feed-forward network"), nav("Attention")),
+    pick("Stack", "Encoder", "Decoder", "/feed-forward?lang=en", "ffn:stack"),
+    pick("Layer", "1", "2", "/feed-forward?lang=en", "ffn:layer"),
+    Row("ffn:sentence", "/feed-forward?lang=en", text("Sentence", "the cat sat"), text("Sentence", "hello world")),
+    pick("Show", "Inside one layer", "Position-wise", "/feed-forward?lang=en", "ffn:section-position"),
+    pick("Show", "Inside one layer", "Parameters", "/feed-forward?lang=en", "ffn:section-params"),
+    Row("ffn:copy-to", "/feed-forward?lang=en&ff_view=position", select("into position", "4: o"),
+        select("into position", "1: e")),
+    pick("Stack", "Encoder", "Decoder", "/residual-stream?lang=en", "residual:stack"),
+    Row("residual:token", "/residual-stream?lang=en", select("Follow one token", "2: l"),
+        select("Follow one token", "0: h")),
+    pick("Show", "Vector and update, sublayer by sublayer", "Switch a residual connection off",
+         "/residual-stream?lang=en", "residual:section-off"),
+    Row("residual:switch-off", "/residual-stream?lang=en&rs_view=off",
+        select("Residual connections to switch off", "Encoder · layer 1 · self-attention"),
+        unselect("Residual connections to switch off")),
     Row("nav:attention-positional", ATT, nav("Positional encoding"), nav("Attention")),
     arrows("d_model (dimensions)", POS, "positional:d_model"),
     arrows("Positions", POS, "positional:positions"),
@@ -170,6 +188,15 @@ ROWS: list[Row] = [
         text("Sentence", "the cat sat on the mat")),
     flip(toggle("Positional encoding on"), POS, "positional:pe-switch"),
     flip(button("Shuffle"), POS, "positional:shuffle"),
+    # LayerNorm (#20), on the copy model (2 + 2 layers); a cold seed = two 6 + 6-layer models' backward passes
+    Row("layernorm:norm", LN, select("Norm", "Decoder layer 1 of 2 · cross-attention"),
+        select("Norm", "Encoder layer 1 of 2 · self-attention")),
+    arrows("Token", LN, "layernorm:token"),
+    flip(toggle("Count the <pad> positions in BatchNorm"), LN, "layernorm:pads"),
+    pick("Seed", "0", "1", LN, "layernorm:seed"),
+    Row("layernorm:sentence", LN, select("Sentence", "3: hi!"), select("Sentence", "1: hello world")),
+    Row("layernorm:batch", LN, text(re.compile("^Sentences, one per line"), "hello world\nhi!"),
+        text(re.compile("^Sentences, one per line"), BATCH)),
     Row("nav:positional-decoding", POS, nav("Decoding"), nav("Positional encoding")),
     Row("decoding:sentence", DEC, text("Source sentence", "the cat sat"), text("Source sentence", "hello world")),
     pick("Show", "Step by step", "Strategies side by side", DEC, "decoding:section-compare"),
@@ -183,7 +210,31 @@ ROWS: list[Row] = [
     arrows("Temperature", DEC, "decoding:temperature", COMPARE),
     Row("decoding:top-k", DEC, slider("Top-k", "ArrowLeft"), slider("Top-k", "ArrowRight"), COMPARE),  # starts at "all"
     Row("decoding:seed", DEC, text("Seed", "1"), text("Seed", "0"), COMPARE),
+    # Output and loss (#21)
+    Row("nav:decoding-output", DEC, nav("Output and loss"), nav("Decoding")),
+    Row("output:target", "/output-and-loss?lang=en", text("Target (what the decoder should write)", "hellx world"),
+        text("Target (what the decoder should write)", "hello world")),
+    arrows("Position (the token it should write)", "/output-and-loss?lang=en", "output:position"),
+    arrows("Temperature", "/output-and-loss?lang=en", "output:temperature"),
+    pick("Show", "Logits and softmax", "Worked numbers", "/output-and-loss?lang=en", "output:section-seed"),
+    pick("Show", "Logits and softmax", "Loss of the sentence", "/output-and-loss?lang=en", "output:section-loss"),
+    pick("Show", "Logits and softmax", "Label smoothing", "/output-and-loss?lang=en", "output:section-smoothing"),
+    arrows("Label smoothing ε", "/output-and-loss?lang=en&out_view=smoothing", "output:epsilon"),
+    arrows("Position (the token it should write)", "/output-and-loss?lang=en&out_view=smoothing",
+           "output:smoothing-position"),
     Row("nav:decoding-training", DEC, nav("Training"), nav("Decoding")),
+    pick("Show", "The model on N samples", "One sentence by hand", "/bleu?lang=en", "bleu:section-worked"),
+    pick("The model's answers", "as the model wrote them", "one wrong token in each", "/bleu?lang=en", "bleu:noise"),
+    arrows("Samples (N)", "/bleu?lang=en", "bleu:samples"),  # cold: one more chunk of samples decoded
+    Row("bleu:seed", "/bleu?lang=en", text("Seed", "1"), text("Seed", "0")),
+    pick("n-gram order", "1-gram", "2-gram", "/bleu?lang=en&bleu_view=worked", "bleu:order"),
+    pick("Pair", "a sample of the model", "type a pair", "/bleu?lang=en&bleu_view=worked", "bleu:pair"),
+    Row("bleu:candidate", "/bleu?lang=en&bleu_view=worked&bleu_pair=typed", text("Candidate", "thank you"),
+        text("Candidate", "thank you so much")),
+    pick("Tokenisation", "characters (char)", "words (13a)", "/bleu?lang=en&bleu_view=worked&bleu_pair=typed",
+         "bleu:tokenize"),
+    # The cost of attention (#21): the setup presses Measure (kept per server process); the switch redraws the curves
+    flip(toggle("Logarithmic axes"), "/attention-cost?lang=en", "cost:log-axes", (button("Measure"),)),
     pick("Task", "copy", "reverse", TRAIN, "training:task"),
     pick("Model size", re.compile("^tiny"), re.compile("^small"), TRAIN, "training:size"),
     Row("training:batch", TRAIN, text("Batch size", "64"), text("Batch size", "32")),
@@ -193,6 +244,10 @@ ROWS: list[Row] = [
     flip(toggle("Look-ahead mask"), TRAIN, "training:look-ahead"),
     arrows(re.compile("^Warmup steps"), TRAIN, "training:warmup"),
     arrows("Second curve: warmup (0 = none)", TRAIN, "training:compare"),
+    pick("Norm placement", "post-norm (the paper)", "pre-norm", TRAIN, "training:norm-placement"),
+    pick("Normalisation", "LayerNorm", "RMSNorm", TRAIN, "training:norm-kind"),
+    pick("Feed-forward", "ReLU", "SwiGLU", TRAIN, "training:ffn-kind"),
+    pick("Positions", "sinusoidal", "RoPE", TRAIN, "training:position-kind"),
 ]
 
 REFERENCE_SCRIPT = '''import numpy as np

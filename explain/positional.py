@@ -16,6 +16,7 @@ import torch
 
 from model.arrays import to_numpy
 from model.positional import positional_encoding, rope_rotate, wavelength  # noqa: F401 (re-exported)
+from model.tokenizer import split_words
 from model.transformer import ForwardOptions
 
 BASES: tuple[str, ...] = ("10", "100", "1000", "10000", "100000")
@@ -166,8 +167,12 @@ def _encoder_pass(ckpt, ids: list[int], use_pe: bool) -> tuple[np.ndarray, np.nd
 def order_blindness(ckpt, sentence: str, seed: int, use_pe: bool) -> OrderBlindness:
     """Run the encoder on ``sentence`` and on its word shuffle, with or without positional encoding."""
     tok = ckpt.tokenizer
-    text = " ".join(sentence.split())
+    word_level = getattr(tok, "unit", "char") == "word"
+    text = " ".join(split_words(sentence) if word_level else sentence.split())
     shuffled, order = word_shuffle(text, seed)
+    if word_level:  # one token a word: the permutation of the words, read off where each word's first letter went
+        starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == " "]
+        order = [starts.index(order[j]) for j in [0] + [i + 1 for i, ch in enumerate(shuffled) if ch == " "]]
     ids, shuffled_ids = tok.encode(text), tok.encode(shuffled)
     att, out = _encoder_pass(ckpt, ids, use_pe)
     s_att, s_out = _encoder_pass(ckpt, shuffled_ids, use_pe)

@@ -6,6 +6,14 @@ from typing import Any
 from model.tasks import Task, UnknownTaskError, get_task
 
 FALLBACK_EXAMPLE = "hello world"
+FALLBACK_BATCH = "hello world\nattention is all you need\nhi!"
+# A few sentences of different lengths for the batch boxes (tokens, masks, LayerNorm): the translation
+# models read their own side's language, the character models the fallback's English.
+BATCH_EXAMPLES = {
+    "en-zh": ("the cat ate two apples in the garden yesterday .", "did you see the dog ?",
+              "tom will buy a red car tomorrow ."),
+    "zh-en": ("猫昨天在花园里吃了两个苹果。", "你看见了狗吗？", "汤姆明天会买一辆红车。"),
+}
 
 
 def task_of(checkpoint: Any) -> Task | None:
@@ -20,6 +28,18 @@ def task_example(checkpoint: Any) -> str:
     """The example sentence of the checkpoint's task, one it handles well."""
     task = task_of(checkpoint)
     return task.example if task is not None else FALLBACK_EXAMPLE
+
+
+def task_batch_example(checkpoint: Any) -> str:
+    """A few example sentences of the checkpoint's task, one a line, in the language its source side reads."""
+    task = task_of(checkpoint)
+    return "\n".join(BATCH_EXAMPLES[task.name]) if task is not None and task.name in BATCH_EXAMPLES else FALLBACK_BATCH
+
+
+def sentence_example(checkpoint: Any, fallback: str) -> str:
+    """``fallback`` for the character models; a translation model's own example (in the language it reads)."""
+    task = task_of(checkpoint)
+    return task.example if task is not None and task.name in BATCH_EXAMPLES else fallback
 
 
 def expected_output(checkpoint: Any, source: str) -> str | None:

@@ -2,11 +2,17 @@
 
 Every text box of the app goes through :func:`prepare_sentences` or :func:`prepare_sentence`; the
 page shows ``notices`` (keys into the ``common`` catalog with their format values) instead of ever
-raising on odd input.
+raising on odd input. For a word-level tokenizer (``tokenizer.unit == "word"``, the English side of
+the translation models) the length limit counts words, and an unknown word comes with the known
+words closest to it in spelling (:func:`suggestions`).
 """
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from model.tokenizer import split_words
 
 MAX_CHARS = 48  # per sentence; the shipped models are trained on up to 32 characters
 MAX_LINES = 8
@@ -22,7 +28,7 @@ class Notice:
 @dataclass(frozen=True)
 class PreparedText:
     sentences: list[str]
-    unknown: list[list[tuple[int, str]]]  # per sentence: (position, char) that became <unk>
+    unknown: list[list[tuple[int, str]]]  # per sentence: (position, char or word) that became <unk>
     notices: list[Notice]
 
 
@@ -33,7 +39,8 @@ def _clean(text: str) -> str:
 
 def prepare_sentences(text: str | None, tokenizer, *, max_lines: int = MAX_LINES,
                       max_chars: int = MAX_CHARS) -> PreparedText:
-    """Split ``text`` into at most ``max_lines`` non-blank lines of at most ``max_chars`` characters."""
+    """Split ``text`` into at most ``max_lines`` non-blank lines of at most ``max_chars`` tokens
+    (characters; words for a word-level tokenizer, whose cut lines are written as its words)."""
     notices: list[Notice] = []
     text = (text or "")[:MAX_RAW_CHARS]
     lines = [line.strip() for line in _clean(text).splitlines()]
@@ -43,15 +50,58 @@ def prepare_sentences(text: str | None, tokenizer, *, max_lines: int = MAX_LINES
     if len(lines) > max_lines:
         notices.append(Notice("common.input.too_many_lines", {"limit": max_lines, "count": len(lines)}))
         lines = lines[:max_lines]
-    cut = [line for line in lines if len(line) > max_chars]
-    if cut:
-        notices.append(Notice("common.input.truncated", {"limit": max_chars}))
+    words = unit_of(tokenizer) == "word"
+    if words:
+        cut = [line for line in lines if len(split_words(line)) > max_chars]
+        lines = [" ".join(split_words(line)[:max_chars]) if line in cut else line for line in lines]
+    else:
+        cut = [line for line in lines if len(line) > max_chars]
         lines = [line[:max_chars] for line in lines]
+    if cut:
+        notices.append(Notice("common.vocabulary.truncated_words" if words else "common.input.truncated",
+                              {"limit": max_chars}))
     unknown = [[(u.position, u.char) for u in tokenizer.encode_with_report(line).unknown] for line in lines]
     if any(unknown):
-        chars = sorted({c for row in unknown for _, c in row})
-        notices.append(Notice("common.input.unknown_chars", {"chars": " ".join(chars[:20])}))
+        notices.extend(_unknown_notices(sorted({c for row in unknown for _, c in row}), tokenizer, words))
     return PreparedText(lines, unknown, notices)
+
+
+def unit_of(tokenizer) -> str:
+    """``"word"`` or ``"char"``: what one token of ``tokenizer`` is (a tokenizer without ``unit`` reads characters)."""
+    return getattr(tokenizer, "unit", "char")
+
+
+def known_units(tokenizer) -> tuple[str, ...]:
+    """The words or characters ``tokenizer`` knows, in id order."""
+    units = getattr(tokenizer, "known_units", None)
+    return tuple(units) if units is not None else tuple(tokenizer.alphabet)
+
+
+def suggestions(word: str, known: Sequence[str], n: int = 3) -> list[str]:
+    """The known words closest to ``word`` in spelling (difflib's ratio of at least 0.6), best first."""
+    return difflib.get_close_matches(word, known, n=n)
+
+
+def _unknown_notices(units: list[str], tokenizer, words: bool) -> list[Notice]:
+    """The notice naming the unknown characters or words, and for words one with "did you mean" suggestions."""
+    if not words:
+        return [Notice("common.input.unknown_chars", {"chars": " ".join(units[:20])})]
+    known = known_units(tokenizer)
+    notices = [Notice("common.vocabulary.unknown_words", {"words": " ".join(units[:20])})]
+    pairs = [f"{word} → {' / '.join(close)}" for word in units[:20] if (close := suggestions(word, known))]
+    if pairs:
+        notices.append(Notice("common.vocabulary.did_you_mean", {"pairs": "; ".join(pairs)}))
+    return notices
+
+
+def join_units(tokens: Sequence[str], unit: str) -> str:
+    """Tokens written as text: words with a space between them, characters with none."""
+    return (" " if unit == "word" else "").join(tokens)
+
+
+def first_units(text: str, n: int, unit: str) -> str:
+    """The first ``n`` tokens of ``text``: characters, or for ``unit == "word"`` whole words (never half of one)."""
+    return join_units(split_words(text)[:n], unit) if unit == "word" else text[:n]
 
 
 def prepare_sentence(text: str | None, tokenizer, *, max_chars: int = MAX_CHARS) -> PreparedText:

@@ -2,8 +2,8 @@
 
 Two kinds of model have a name:
 
-* shipped ones, ``assets/checkpoints/<task>.pt`` (``copy``, ``reverse``, ``sort``, ``dates``),
-  loaded once per process with ``st.cache_resource`` and shared read-only by every session (eval
+* shipped ones, ``assets/checkpoints/<task>.pt`` (the translation models ``en-zh`` and ``zh-en``
+  first, then ``copy``, ``reverse``, ``sort``, ``dates``), loaded once per process with ``st.cache_resource`` and shared read-only by every session (eval
   mode, never trained);
 * one trained or uploaded in this session on the training page, registered with
   :func:`register_session_model` and visible only to that session.
@@ -21,6 +21,9 @@ a shipped file is its name plus a hash of its bytes, a session's model gets a ra
 registered. The key is never ``id()`` of the object (ids are reused once an object is freed) and
 never the name alone (two sessions may each train a model called ``copy-tiny-1``). The keys are
 held weakly: a session's model can be freed when its session ends.
+
+The default model follows the language (:func:`default_model`): ``en-zh`` in English, ``zh-en`` in
+中文, when their files are present; otherwise the first model.
 """
 from __future__ import annotations
 
@@ -35,7 +38,8 @@ from typing import Any
 import streamlit as st
 
 CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "assets" / "checkpoints"
-SHIPPED_TASKS: tuple[str, ...] = ("copy", "reverse", "sort", "dates")
+SHIPPED_TASKS: tuple[str, ...] = ("en-zh", "zh-en", "copy", "reverse", "sort", "dates")
+LANGUAGE_DEFAULTS: dict[str, str] = {"en": "en-zh", "zh": "zh-en"}  # the model a visitor starts on, by UI language
 MODEL_STATE_KEY = "model"  # session_state key the sidebar's model widget owns
 _SESSION_MODELS_KEY = "_models.session"
 
@@ -191,13 +195,24 @@ def _session_models_or_empty() -> dict[str, Any]:
         return {}
 
 
+def default_model(names: list[str], lang: str | None) -> str | None:
+    """The model a visitor starts on: the translation model that reads the UI's language (English →
+    ``en-zh``, 中文 → ``zh-en``) when it is among ``names``; otherwise the first of ``names``."""
+    preferred = LANGUAGE_DEFAULTS.get(lang or "")
+    if preferred in names:
+        return preferred
+    return names[0] if names else None
+
+
 def selected_model_name() -> str | None:
     """The name the sidebar selected (kept in ``st.session_state["model"]`` and ``?model=``)."""
+    from ui.i18n import LANG_STATE_KEY
+
     names = available_models()
     chosen = st.session_state.get(MODEL_STATE_KEY)
     if chosen in names:
         return chosen
-    return names[0] if names else None
+    return default_model(names, st.session_state.get(LANG_STATE_KEY))
 
 
 def selected_model() -> Any | None:

@@ -11,6 +11,10 @@ session: such models live only in their trainer's session) opens on the first mo
 binding's passing toast and a lasting notice above the page (:func:`model_elsewhere_notice`) that
 says so and how to share a model instead (download the checkpoint, upload it), until the visitor
 picks a model or hides it.
+
+The model a visitor starts on follows the language (:func:`ui.models.default_model`: ``en-zh`` in
+English, ``zh-en`` in 中文). While the visitor is still on that default, switching the language
+switches the model too; a model the visitor picked, or one a link names, always stays.
 """
 from __future__ import annotations
 
@@ -26,6 +30,8 @@ from ui.url_state import ChoiceParam, bind, markdown_literal
 
 CARRIED_PARAMS: tuple[str, ...] = ("lang", "model")
 ELSEWHERE_KEY = "_sidebar.model_elsewhere"  # the ?model= name this session does not have, while its notice shows
+DEFAULT_KEY = "_sidebar.model_default"  # the language's default model this session was last put on
+PICKED_KEY = "_sidebar.model_picked"  # True once the visitor or a link chose a model: the language no longer moves it
 
 
 def language_param() -> ChoiceParam:
@@ -34,17 +40,37 @@ def language_param() -> ChoiceParam:
     return ChoiceParam("lang", default=chosen if chosen in LANGS else browser_lang(), choices=LANGS)
 
 
-def model_param(names: list[str]) -> ChoiceParam:
-    return ChoiceParam("model", default=names[0], choices=names)
+def model_param(names: list[str], default: str | None = None) -> ChoiceParam:
+    return ChoiceParam("model", default=default if default in names else names[0], choices=names)
+
+
+def mark_model_picked() -> None:
+    """The visitor chose a model: from now on a language switch leaves it alone."""
+    st.session_state[PICKED_KEY] = True
+
+
+def _follow_language(names: list[str], default: str) -> None:
+    """Put the model on the language's ``default`` when the visitor is still on the previous language's
+    default; note a model that a link names (``?model=`` other than the one on screen) as chosen."""
+    state = st.session_state
+    asked, current = st.query_params.get("model"), state.get(models.MODEL_STATE_KEY)
+    if asked in names and asked != current:
+        mark_model_picked()
+    previous = state.get(DEFAULT_KEY)
+    if not state.get(PICKED_KEY) and previous is not None and current == previous and previous != default:
+        state[models.MODEL_STATE_KEY] = default
+    state[DEFAULT_KEY] = default
 
 
 def bind_shared_state() -> None:
     """Settle this run's language and model from the URL / session (no drawing except notices)."""
-    bind(language_param(), key=LANG_STATE_KEY)
+    lang = st.session_state[bind(language_param(), key=LANG_STATE_KEY)]
     names = models.available_models()
     _note_model_elsewhere(names)
     if names:
-        bind(model_param(names), key=models.MODEL_STATE_KEY)
+        default = models.default_model(names, lang)
+        _follow_language(names, default)
+        bind(model_param(names, default), key=models.MODEL_STATE_KEY)
     elif (asked := st.query_params.get("model")) is not None:
         st.toast(
             t("common.model.url_unavailable", name=markdown_literal(asked)),
@@ -65,6 +91,12 @@ def _note_model_elsewhere(names: list[str]) -> None:
 
 def _forget_model_elsewhere() -> None:
     st.session_state.pop(ELSEWHERE_KEY, None)
+
+
+def _model_picked() -> None:
+    """The sidebar's model box changed: the visitor picked a model (and the link's notice has done its job)."""
+    _forget_model_elsewhere()
+    mark_model_picked()
 
 
 def model_elsewhere_notice() -> None:
@@ -123,7 +155,7 @@ def render(page_url_path: str = "") -> None:
                 key=models.MODEL_STATE_KEY,
                 format_func=_model_label,
                 help=t("common.sidebar.model_help"),
-                on_change=_forget_model_elsewhere,  # a model picked: the link's notice has done its job
+                on_change=_model_picked,
             )
         else:
             st.caption(t("common.model.none_available"))

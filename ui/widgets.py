@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from explain.tasks import task_example
-from explain.text import MAX_CHARS, PreparedText, prepare_sentence
+from explain.tasks import task_batch_example, task_example
+from explain.text import MAX_CHARS, PreparedText, known_units, prepare_sentence, unit_of
 from figures.style import upright_axis_titles
 from ui.i18n import t
 from ui.url_state import IntParam, TextParam, bind, clamp_state, markdown_literal
@@ -26,11 +26,13 @@ BATCH_PARAM = TextParam("batch", default=DEFAULT_BATCH, max_len=2000)
 BATCH_KEY = "batch.text"
 SENTENCE_KEY = "batch.sentence"
 SENTENCE_BOX_CHARS = 200  # what a one-sentence box keeps (the model then takes at most MAX_CHARS of it)
+LISTED_CHARS = 100  # an alphabet up to this size is written out in the caption; a larger one goes in an expander
 _SHARED_OWNER_KEY = "_widgets.page_of_shared"  # {widget key: page that drew it last}
 
 
 def char_limit(checkpoint: Any) -> int:
-    """Characters per sentence the pages accept: 48, or fewer if the model's positions run out first.
+    """Tokens per sentence the pages accept (characters; words for a word-level model): 48, or fewer
+    if the model's positions run out first.
 
     The decoder reads ``<bos>`` + the answer, so a sentence may use ``max_len - 1`` positions.
     """
@@ -74,6 +76,14 @@ def show_box_cut(key: str, text: str | None, limit: int) -> None:
                icon=":material/content_cut:")
 
 
+def example_box_key(param: TextParam, key: str, example: str) -> str:
+    """:func:`text_box_key` for a box whose default is ``example`` (the model's): the box follows the
+    example when another model is picked, unless the visitor typed in it. Record the box's text with
+    ``st.session_state[f"{key}._last"] = text`` after drawing it."""
+    _follow_example(key, example)
+    return text_box_key(TextParam(param.name, default=example, max_len=param.max_len), key)
+
+
 def _follow_example(text_key: str, example: str) -> None:
     """If another model was picked and the box still holds the previous model's example, put the
     new example in it. Text the visitor typed is never replaced."""
@@ -101,7 +111,7 @@ def sentence_input(checkpoint: Any, text_key: str, url_name: str) -> str | None:
                          help=t(f"{page}.input_help", example=example))
     st.session_state[f"{text_key}._last"] = text
     show_box_cut(text_key, text, param.max_len)
-    alphabet_note(checkpoint.tokenizer.alphabet)
+    alphabet_note(checkpoint.tokenizer)
     prepared = prepare_sentence(text, checkpoint.tokenizer,
                                 max_chars=min(MAX_CHARS, checkpoint.model.config.max_len))
     show_notices(prepared)
@@ -123,15 +133,44 @@ def _shared_key(param, key: str, page: str) -> str:
     return key
 
 
-def alphabet_note(alphabet: str) -> None:
-    """A caption listing the characters the model knows (the shipped models are character-level over a
-    small Latin alphabet: Chinese, for one, becomes ``<unk>``)."""
-    st.caption(t("common.alphabet.note", chars=markdown_literal(alphabet.replace(" ", ""), limit=200)))
+def alphabet_note(tokenizer: Any) -> None:
+    """What the model can read, beside its text box. A small alphabet (the character models') is written
+    out in a caption; a word model's vocabulary, or a large alphabet such as zh-en's Chinese characters,
+    is counted in the caption and listed in an expander. ``tokenizer`` may also be an alphabet string."""
+    units = tuple(tokenizer) if isinstance(tokenizer, str) else known_units(tokenizer)
+    unit = "char" if isinstance(tokenizer, str) else unit_of(tokenizer)
+    if unit != "word" and len(units) <= LISTED_CHARS:
+        st.caption(t("common.alphabet.note", chars=markdown_literal("".join(units).replace(" ", ""), limit=200)))
+        return
+    kind = "words" if unit == "word" else "chars"
+    st.caption(t(f"common.vocabulary.{kind}_note", count=len(units)))
+    with st.expander(t(f"common.vocabulary.list_{kind}", count=len(units)), icon=":material/dictionary:"):
+        st.markdown(vocabulary_markdown(units, unit))
 
 
-def batch_input(label: str, help_text: str, page: str) -> str:
-    """The batch's text box (``?batch=``), shared by the tokens and masks pages (``page``: which)."""
-    text = st.text_area(label, key=_shared_key(BATCH_PARAM, BATCH_KEY, page), height=120, help=help_text)
+def vocabulary_markdown(units: tuple[str, ...], unit: str) -> str:
+    """The known units as Markdown: words sorted and grouped by their first letter, one line a letter
+    (punctuation first); characters in their order, separated by spaces."""
+    if unit != "word":
+        return " ".join(markdown_literal(ch, limit=4) for ch in units if not ch.isspace())
+    groups: dict[str, list[str]] = {}
+    for word in sorted(units):
+        groups.setdefault(word[0] if word[0].isalpha() else "·", []).append(word)
+    return "  \n".join(f"**{markdown_literal(head)}** {' · '.join(markdown_literal(w) for w in words)}"
+                       for head, words in sorted(groups.items(), key=lambda item: (item[0] != "·", item[0])))
+
+
+def batch_input(label: str, help_text: str, page: str, checkpoint: Any = None) -> str:
+    """The batch's text box (``?batch=``), shared by the tokens and masks pages (``page``: which).
+
+    Its default is a few example sentences of ``checkpoint``'s task (English ones for the character
+    models, Chinese ones for zh-en), and they follow the model as :func:`sentence_input`'s example does.
+    """
+    example = task_batch_example(checkpoint) if checkpoint is not None else DEFAULT_BATCH
+    _follow_example(BATCH_KEY, example)
+    param = TextParam(BATCH_PARAM.name, default=example, max_len=BATCH_PARAM.max_len)
+    text = st.text_area(label, key=_shared_key(param, BATCH_KEY, page), height=120, help=help_text)
+    st.session_state[f"{BATCH_KEY}._last"] = text
     show_box_cut(BATCH_KEY, text, BATCH_PARAM.max_len)
     return text
 

@@ -72,7 +72,7 @@ def test_every_page_runs_in_both_languages(app, key, lang):
 def test_a_page_that_takes_text_lists_the_characters_the_model_knows(app, key, lang):
     """The shipped models are character-level over a small Latin alphabet: a class typing Chinese
     must be told, beside the box, that those characters become <unk>."""
-    at = open_page(app, key, query={"lang": lang})
+    at = open_page(app, key, query={"lang": lang, "model": "copy"})
     note = translate("common.alphabet.note", lang, chars=markdown_literal(DEFAULT_ALPHABET.replace(" ", ""), 200))
     assert note in [c.value for c in at.caption], key
 

@@ -20,7 +20,7 @@ pytestmark = [
 ]
 
 def test_attention_every_control(page, wait_for_app, screenshot):
-    p = page("/attention?lang=en")
+    p = page("/attention?model=copy&lang=en")
     expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("attention.title", "en"))
     expect(charts(p, "attention.grid")).to_have_count(1)
     expect(charts(p, "attention.zoom")).to_have_count(1)
@@ -34,7 +34,7 @@ def test_attention_every_control(page, wait_for_app, screenshot):
     choose(p, wait_for_app, "attention.head", "2", "att_head", "2")
     expect(widget(p, "attention.zoom")).to_contain_text("layer 1, head 2")
     # Layer and head live in one fragment: a new head keeps the layer, a new layer keeps the head.
-    cfg = models.get_model(models.shipped_models()[0]).model.config
+    cfg = models.get_model("copy").model.config
     last_layer, last_head = str(cfg.n_layers), str(cfg.n_heads)
     choose(p, wait_for_app, "attention.layer", last_layer, "att_layer", last_layer)
     expect(widget(p, "attention.zoom")).to_contain_text(f"layer {last_layer}, head 2")
@@ -109,7 +109,7 @@ def test_attention_every_control(page, wait_for_app, screenshot):
 
 
 def test_attention_in_chinese_with_bad_input(page, wait_for_app, screenshot):
-    p = page("/attention?lang=zh&att_view=inside&att_kind=decoder", locale="zh-CN")
+    p = page("/attention?model=copy&lang=zh&att_view=inside&att_kind=decoder", locale="zh-CN")
     expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("attention.title", "zh"))
     expect(p.get_by_text(translate("attention.section.inside", "zh"), exact=True)).to_be_visible()
     screenshot(p, "attention_inside_zh")
@@ -125,13 +125,13 @@ def test_attention_in_chinese_with_bad_input(page, wait_for_app, screenshot):
 
 
 def test_attention_fits_a_phone_wide_window(page, wait_for_app, screenshot):
-    p = page("/attention?lang=en")
+    p = page("/attention?model=copy&lang=en")
     p.set_viewport_size({"width": 390, "height": 844})
     wait_for_app(p)
     grid, zoom = charts(p, "attention.grid"), charts(p, "attention.zoom")
     expect(grid).to_have_count(1)
     expect(zoom).to_have_count(1)
-    cfg = models.get_model(models.shipped_models()[0]).model.config
+    cfg = models.get_model("copy").model.config
     expect(grid.locator(".annotation-text")).to_have_count(cfg.n_layers * cfg.n_heads)  # a title per small map
     for chart in (grid, zoom):
         box = chart.bounding_box()

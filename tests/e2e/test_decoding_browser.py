@@ -38,7 +38,7 @@ def step_slider(p):
 
 
 def test_decoding_every_control(page, wait_for_app, screenshot):
-    p = page("/decoding?lang=en")
+    p = page("/decoding?model=copy&lang=en")
     expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("decoding.title", "en"))
     expect(charts(p, "decoding.step_figure")).to_have_count(1)
     expect(step_status(p, 1)).to_be_visible()
@@ -110,7 +110,7 @@ def test_decoding_every_control(page, wait_for_app, screenshot):
 
 
 def test_decoding_in_chinese_with_bad_input(page, wait_for_app, screenshot):
-    p = page("/decoding?lang=zh&dec_view=steps&dec_step=3", locale="zh-CN")
+    p = page("/decoding?model=copy&lang=zh&dec_view=steps&dec_step=3", locale="zh-CN")
     expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("decoding.title", "zh"))
     assert query(p)["dec_step"] == "3"
     expect(p.get_by_text(re.compile(r"^第 3 步，共 \d+ 步"))).to_be_visible()
@@ -138,7 +138,7 @@ def test_decoding_a_typed_target_when_the_task_has_none(page, wait_for_app, scre
 def test_decoding_step_link_follows_the_view(page, wait_for_app, screenshot):
     """The step is in the URL (``?dec_step=``) like every view control: a step change shows there, a
     link opens its step, a bad value gets one notice, and the step survives a trip to another page."""
-    p = page("/decoding?lang=en&dec_step=abc")
+    p = page("/decoding?model=copy&lang=en&dec_step=abc")
     expect(step_status(p, 1)).to_be_visible()
     expect(p.locator("[data-testid='stToast']")).to_have_count(1)
     expect(p.locator("[data-testid='stToast']")).to_contain_text("abc")
@@ -161,13 +161,13 @@ def test_decoding_step_link_follows_the_view(page, wait_for_app, screenshot):
     expect(step_status(p, shorter, shorter)).to_be_visible()
     expect(p.locator(ENDED)).to_have_count(1)
 
-    linked = page("/decoding?lang=en&dec_step=3")
+    linked = page("/decoding?model=copy&lang=en&dec_step=3")
     expect(step_status(linked, 3)).to_be_visible()
     expect(step_slider(linked)).to_have_value("3")
     expect(linked.locator("[data-testid='stToast']")).to_have_count(0)
     assert query(linked)["dec_step"] == "3"
 
-    fresh = page("/decoding?lang=en")
+    fresh = page("/decoding?model=copy&lang=en")
     for expected in (2, 3):
         click_step(fresh, wait_for_app, "next", expected)
     # Away to another page and back by the sidebar: the step is where it was, in the view and the link.
@@ -186,7 +186,7 @@ def test_decoding_step_link_follows_the_view(page, wait_for_app, screenshot):
 
 def test_decoding_on_a_phone(page, wait_for_app, screenshot):
     """At 390 px the step's controls and figure fit the width (no sideways scrolling)."""
-    p = page("/decoding?lang=en&dec_step=2")
+    p = page("/decoding?model=copy&lang=en&dec_step=2")
     p.set_viewport_size({"width": 390, "height": 900})
     wait_for_app(p)
     expect(step_status(p, 2)).to_be_visible()
@@ -210,7 +210,7 @@ def overlap(a: dict, b: dict) -> bool:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_step_titles_do_not_overlap_on_a_phone(page, wait_for_app, screenshot, lang):
     """Issue #24: at 390 px the triangle's title ran into the next-token bars' title."""
-    p = page(f"/decoding?lang={lang}&dec_step=2", locale="zh-CN" if lang == "zh" else "en-US")
+    p = page(f"/decoding?model=copy&lang={lang}&dec_step=2", locale="zh-CN" if lang == "zh" else "en-US")
     p.set_viewport_size({"width": 390, "height": 900})
     wait_for_app(p)
     chart = charts(p, "decoding.step_figure")

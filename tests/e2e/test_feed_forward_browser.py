@@ -30,7 +30,7 @@ def pick_option(p, wait_for_app, label: str, option: str, pattern: str) -> None:
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_feed_forward_every_control(page, wait_for_app, screenshot, lang):
-    p = page(f"/feed-forward?lang={lang}")
+    p = page(f"/feed-forward?model=copy&lang={lang}")
     expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("ffn.title", lang))
     for key in ("ffn.activations", "ffn.zeros", "ffn.output"):
         expect(charts(p, key)).to_have_count(1)
@@ -69,7 +69,7 @@ def test_feed_forward_every_control(page, wait_for_app, screenshot, lang):
 
 @pytest.mark.parametrize("section", ["inside", "position", "params"])
 def test_feed_forward_on_a_phone(page, screenshot, section):
-    p = page(f"/feed-forward?lang=en&ff_view={section}")
+    p = page(f"/feed-forward?model=copy&lang=en&ff_view={section}")
     p.set_viewport_size({"width": 390, "height": 844})
     p.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 1")
     assert p.evaluate("() => document.documentElement.scrollWidth") <= 390

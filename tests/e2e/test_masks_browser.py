@@ -53,7 +53,7 @@ def show(p, wait_for_app, section: str, lang: str) -> None:
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_masks_page(page, wait_for_app, screenshot, lang):
-    p = page(f"/masks?lang={lang}&sent=2")
+    p = page(f"/masks?model=copy&lang={lang}&sent=2")
     assert_page(p, lang)
     model = has_model(p, lang)
     wait_for_charts(p, 3)  # the section shown: the three masks
@@ -149,7 +149,7 @@ def settle_charts(p, count: int, width: int) -> None:
 def test_masks_page_fits_a_phone(page, wait_for_app, screenshot, lang):
     """At 390 × 844 the charts stack, and in every section no title touches anything, no tick labels
     overlap, no formula is cut off and the page does not scroll sideways."""
-    p = page(f"/masks?lang={lang}&sent=0&mask_pad=false")  # "hello world": 11 tokens and 3 drawn <pad>
+    p = page(f"/masks?model=copy&lang={lang}&sent=0&mask_pad=false")  # "hello world": 11 tokens and 3 drawn <pad>
     p.set_viewport_size(PHONE)
     sections = {"matrices": 3, "printout": 0}
     if has_model(p, lang):
@@ -181,7 +181,7 @@ CELL_GLYPHS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(cha
 def test_true_and_false_are_readable_in_the_cells(page, screenshot, lang, viewport):
     """A short sentence's masks say True/False (or T/F) in every cell, at 12 px, each within its cell."""
     for sent, name in (("2", "short"), ("0", "longer")):  # "hi!": 6 and 7 a side; "hello world": 14 and 15
-        p = page(f"/masks?lang={lang}&sent={sent}")
+        p = page(f"/masks?model=copy&lang={lang}&sent={sent}")
         p.set_viewport_size(viewport)
         settle_charts(p, 3, viewport["width"])
         for chart in p.evaluate(CELL_GLYPHS):
@@ -194,7 +194,7 @@ def test_switching_the_language_twice_keeps_the_chosen_sentence_and_layer(page, 
     """English → 中文 → English → 中文 on Masks: no exception, and the sentence and layer picked stay
     picked. (A select box hands back the label it showed in the other language; that must not reset
     the choice, nor raise as it once did in ``clamp_state``.)"""
-    p = page("/masks?lang=en&sent=2&mask_view=effect&mask_layer=1")
+    p = page("/masks?model=copy&lang=en&sent=2&mask_view=effect&mask_layer=1")
     assert_page(p, "en")
     for lang in ("zh", "en", "zh", "en"):
         p.get_by_test_id("stSidebar").get_by_text(translate(f"common.language_name.{lang}", lang), exact=True).click()

@@ -99,7 +99,7 @@ def test_output_every_control(page, wait_for_app, screenshot):
 
 @pytest.mark.parametrize("view", ["logits", "seed", "loss", "smoothing"])
 def test_output_in_chinese_on_a_phone(page, wait_for_app, screenshot, view):
-    p = page(f"/output-and-loss?lang=zh&out_view={view}", locale="zh-CN")
+    p = page(f"/output-and-loss?model=copy&lang=zh&out_view={view}", locale="zh-CN")
     expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("output.title", "zh"))
     expect(p.get_by_text(translate(f"output.section_about.{view}", "zh"))).to_be_visible()
     screenshot(p, f"output_{view}_zh")
@@ -112,7 +112,7 @@ def test_output_in_chinese_on_a_phone(page, wait_for_app, screenshot, view):
 
 
 def test_output_bad_url_values_fall_back(page, wait_for_app):
-    p = page("/output-and-loss?lang=en&out_view=nope&out_temp=99&out_pos=-3")
+    p = page("/output-and-loss?model=copy&lang=en&out_view=nope&out_temp=99&out_pos=-3")
     expect(charts(p, "output.logits")).to_have_count(1)
     assert query(p)["out_view"] == "logits" and query(p)["out_temp"] == "1.0" and query(p)["out_pos"] == "0"
     assert p.locator(EXCEPTION).count() == 0

@@ -35,7 +35,7 @@ def flip(p, label: str) -> None:
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_positional_page(page, wait_for_app, screenshot, lang):
-    p = page(f"/positional-encoding?lang={lang}")
+    p = page(f"/positional-encoding?model=copy&lang={lang}")
     expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("positional.title", lang))
     assert p.locator(EXCEPTION).count() == 0
     model = p.get_by_text(translate("common.model.none_available", lang)).count() == 0
@@ -74,7 +74,7 @@ def test_identical_tokens_and_a_long_paste(page, wait_for_app, screenshot, lang)
     """'aaaa' with positional encoding on: the box says the shuffle is the sentence itself and the
     metrics beside it are 0. Then a 250-character paste into the 200-character box is taken, cut
     and said, as typed text is (the browser used to refuse it silently)."""
-    p = page(f"/positional-encoding?lang={lang}&pe_on=true")
+    p = page(f"/positional-encoding?model=copy&lang={lang}&pe_on=true")
     if p.get_by_text(translate("common.model.none_available", lang)).count():
         pytest.skip("no shipped model: order blindness is not drawn")
     box = p.get_by_role("textbox", name=translate("positional.blind.sentence", lang))
@@ -98,7 +98,7 @@ def test_identical_tokens_and_a_long_paste(page, wait_for_app, screenshot, lang)
 
 
 def test_positional_page_on_a_phone(page, screenshot):
-    p = page("/positional-encoding?lang=en")
+    p = page("/positional-encoding?model=copy&lang=en")
     p.set_viewport_size({"width": 390, "height": 844})
     p.wait_for_function(f"document.querySelectorAll('{PLOT}').length >= 6")
     assert p.evaluate("() => document.documentElement.scrollWidth") <= 390

@@ -21,7 +21,7 @@ pytestmark = [
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_residual_stream_every_control(page, wait_for_app, screenshot, lang):
-    p = page(f"/residual-stream?lang={lang}")
+    p = page(f"/residual-stream?model=copy&lang={lang}")
     expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("residual.title", lang))
     expect(charts(p, "residual.stream")).to_have_count(1)
     expect(charts(p, "residual.path")).to_have_count(1)
@@ -63,7 +63,7 @@ def test_residual_stream_every_control(page, wait_for_app, screenshot, lang):
 
 @pytest.mark.parametrize("section", ["sizes", "off"])
 def test_residual_stream_on_a_phone(page, screenshot, section):
-    p = page(f"/residual-stream?lang=en&rs_view={section}&rs_off=dec-1-cross")
+    p = page(f"/residual-stream?model=copy&lang=en&rs_view={section}&rs_off=dec-1-cross")
     p.set_viewport_size({"width": 390, "height": 844})
     p.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 1")
     assert p.evaluate("() => document.documentElement.scrollWidth") <= 390

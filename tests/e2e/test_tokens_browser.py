@@ -36,7 +36,7 @@ def submit_text(p, label: str, text: str) -> None:
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_tokens_page(page, wait_for_app, screenshot, lang):
-    p = page(f"/tokens?lang={lang}")
+    p = page(f"/tokens?model=copy&lang={lang}")
     expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("tokens.title", lang))
     assert p.locator(EXCEPTION).count() == 0
     model = p.get_by_text(translate("common.model.none_available", lang)).count() == 0
@@ -70,7 +70,7 @@ def test_a_long_paste_into_the_batch_box_is_kept_cut_and_said(page, wait_for_app
     """2,500 characters pasted into the 2,000-character batch box: the box takes the paste, keeps
     the first 2,000 (the URL holds only those) and says so; the model's own limits are reported as
     for typed text (the browser used to refuse such a paste and keep the old text)."""
-    p = page(f"/tokens?lang={lang}")
+    p = page(f"/tokens?model=copy&lang={lang}")
     expect(p.locator("td.pad").first).to_be_visible()
     box = p.get_by_role("textbox", name=translate("tokens.batch.input", lang, lines=8, chars=48))
     pasted = ("the cat sat on the mat\n" * 120)[:2500]
@@ -86,7 +86,7 @@ def test_a_long_paste_into_the_batch_box_is_kept_cut_and_said(page, wait_for_app
 
 
 def test_tokens_page_on_a_phone(page, screenshot):
-    p = page("/tokens?lang=en")
+    p = page("/tokens?model=copy&lang=en")
     p.set_viewport_size({"width": 390, "height": 844})
     expect(p.locator("td.pad").first).to_be_attached()
     # A wide batch scrolls inside its own box: the page itself does not get wider than the phone.

@@ -1,0 +1,47 @@
+"""explain.text with a word-level tokenizer: the limit counts words, unknown words get suggestions."""
+from __future__ import annotations
+
+from explain.text import first_units, join_units, known_units, prepare_sentence, prepare_sentences, suggestions
+from model.tokenizer import CharTokenizer, WordTokenizer
+
+WORDS = WordTokenizer(["the", "cat", "ate", "two", "apples", "in", "garden", "yesterday", ".", "tired", "tree"])
+
+
+def test_unknown_words_are_flagged_with_close_known_words():
+    prepared = prepare_sentence("The cat ate two aples in the gardn .", WORDS)
+    assert prepared.unknown == [[(4, "aples"), (7, "gardn")]]
+    keys = [n.key for n in prepared.notices]
+    assert keys == ["common.vocabulary.unknown_words", "common.vocabulary.did_you_mean"]
+    assert prepared.notices[0].values == {"words": "aples gardn"}
+    assert prepared.notices[1].values == {"pairs": "aples → apples; gardn → garden"}
+
+
+def test_a_word_with_no_close_known_word_gets_no_suggestion():
+    prepared = prepare_sentence("the cat ate xylophone .", WORDS)
+    assert [n.key for n in prepared.notices] == ["common.vocabulary.unknown_words"]
+    assert suggestions("tird", WORDS.known_units) == ["tired"]
+
+
+def test_the_length_limit_counts_words_not_characters():
+    sentence = " ".join(["the cat ate two apples ."] * 3)  # 18 words, 74 characters
+    prepared = prepare_sentence(sentence, WORDS, max_chars=10)
+    assert prepared.sentences == ["the cat ate two apples . the cat ate two"]
+    assert [n.key for n in prepared.notices] == ["common.vocabulary.truncated_words"]
+    assert prepare_sentence(sentence, WORDS, max_chars=48).notices == []  # 74 characters but 18 words
+
+
+def test_character_tokenizers_keep_their_character_limit_and_notice():
+    prepared = prepare_sentences("hello world", CharTokenizer("helo wrd"), max_chars=5)
+    assert prepared.sentences == ["hello"]
+    assert [n.key for n in prepared.notices] == ["common.input.truncated"]
+    chinese = prepare_sentence("猫吃了橘子", CharTokenizer("猫吃了"))
+    assert [n.key for n in chinese.notices] == ["common.input.unknown_chars"]
+    assert chinese.notices[0].values == {"chars": "子 橘"}
+
+
+def test_units_are_joined_as_each_language_writes_them():
+    assert join_units(["the", "cat", "."], "word") == "the cat ."
+    assert join_units(["猫", "吃"], "char") == "猫吃"
+    assert first_units("the cat ate two apples .", 3, "word") == "the cat ate"
+    assert first_units("猫昨天在花园里", 3, "char") == "猫昨天"
+    assert known_units(CharTokenizer("ab")) == ("a", "b") and known_units(WORDS)[:2] == ("the", "cat")
