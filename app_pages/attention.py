@@ -17,7 +17,7 @@ from ui.cache import computed
 from ui.head_set import HeadSetParam
 from ui.i18n import t
 from ui.models import MODEL_STATE_KEY, available_models, selected_model
-from ui.nav import tour_links
+from ui.nav import smoothing_link, tour_links
 from ui.page_errors import fragment
 from ui.sidebar import mark_model_picked
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal
@@ -286,6 +286,7 @@ def ablation(ckpt, source: str, base: AttentionView) -> None:
         st.code(base.answer or " ", language=None)
         st.metric(t("attention.ablation.probability"), format_probability(p_base))
         st.caption(t("attention.ablation.smoothing_note"))
+        smoothing_link()
     if not off:
         right.info(t("attention.ablation.none"), icon=":material/touch_app:")
         return

@@ -12,7 +12,7 @@ from figures.labels import display_token
 from ui.cache import computed
 from ui.i18n import t
 from ui.models import selected_model
-from ui.nav import tour_links
+from ui.nav import smoothing_link, tour_links
 from ui.page_errors import fragment
 from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
 from ui.widgets import char_limit, plot, sentence_input, show_box_cut, show_notices, text_box_key
@@ -77,6 +77,7 @@ def step_by_step(ckpt, source: str) -> None:
     st.caption(" ".join((t("decoding.steps.triangle_caption"), t("decoding.steps.topk_caption", k=TRACE_K),
                          t("decoding.steps.cross_caption"))))
     st.caption(t("decoding.smoothing_note"))
+    smoothing_link()
 
 
 def move_step(delta: int, n_steps: int) -> None:
@@ -224,6 +225,7 @@ def forcing(ckpt, source: str) -> None:
                              y_title=t("decoding.probability"), hover="%{customdata}: %{y:.3f}")
     plot(chart, key="decoding.forcing_chart", config=PLOT_CONFIG)
     st.caption(t("decoding.forcing.caption") + " " + t("decoding.smoothing_note"))
+    smoothing_link()
 
 
 # ------------------------------------------------------------------ the page

@@ -27,15 +27,22 @@ from ui.tour import TOUR, Stop, neighbours, page, stop
 from ui.url_state import current_query
 
 
-def link(s: Stop, label: str | None = None, *, icon: str | None = None, icon_position: str = "left") -> None:
-    """An in-app link to stop ``s`` (its title and icon unless given) that keeps language and model."""
+def link(s: Stop, label: str | None = None, *, icon: str | None = None, icon_position: str = "left",
+         view: dict[str, str] | None = None) -> None:
+    """An in-app link to stop ``s`` (its title and icon unless given) that keeps language and model;
+    ``view`` adds that page's URL values (e.g. ``{"out_view": "smoothing"}``) to open one of its views."""
     st.page_link(
         page(s),
         label=label or s.title,
         icon=icon or s.icon,
         icon_position=icon_position,
-        query_params=current_query(*CARRIED_PARAMS),
+        query_params={**current_query(*CARRIED_PARAMS), **(view or {})},
     )
+
+
+def smoothing_link() -> None:
+    """Under a probability: why a right token tops out near 0.9, explained on the output page's label-smoothing view."""
+    link(stop("output"), t("common.smoothing_link"), icon=":material/functions:", view={"out_view": "smoothing"})
 
 
 def tour_links(current: str) -> None:

@@ -288,3 +288,13 @@ def test_a_note_says_why_right_answers_stop_near_0_9(app, section):
     at = open_decoding(app, dec_view=section)
     note = translate("decoding.smoothing_note", "en")
     assert any(note in caption.value for caption in at.caption)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_label_smoothing_note_links_to_the_output_page(app, lang):
+    """Issue #21: where the page shows a probability, a note links to the output page's label-smoothing view."""
+    at = open_decoding(app, lang, model="copy")
+    links = [e.proto for e in at.get("page_link")]
+    smoothing = [l for l in links if l.label == translate("common.smoothing_link", lang)]
+    assert smoothing, [l.label for l in links]
+    assert "output-and-loss" in smoothing[0].page and "out_view=smoothing" in smoothing[0].query_string
