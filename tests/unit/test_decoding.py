@@ -33,13 +33,7 @@ def small_config(**kw) -> TransformerConfig:
                              dropout=0.0, max_len=16, **kw)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matrices: extra threads only fight other processes for the cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny matrices: tests/unit/conftest.py
 
 
 @pytest.fixture(scope="module")

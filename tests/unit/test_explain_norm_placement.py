@@ -8,17 +8,11 @@ import torch
 from explain import norm_placement as npl
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One thread: on a busy 2-core machine two threads per backward pass are many times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/unit/conftest.py
 
 
 @pytest.fixture(scope="module")
-def seed0(one_thread) -> npl.GradientNorms:
+def seed0(one_torch_thread) -> npl.GradientNorms:
     return npl.init_gradient_norms(0)
 
 

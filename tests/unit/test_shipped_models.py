@@ -13,12 +13,7 @@ REQUIRED = {"copy": 0.99, "reverse": 0.99, "sort": 0.99, "dates": 0.97}
 FRESH_SEED = 20261122  # not the training seed (0) nor its held-out set's
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/unit/conftest.py
 
 
 @pytest.mark.parametrize("task_name", list(REQUIRED))

@@ -2,7 +2,6 @@
 import random
 
 import pytest
-import torch
 
 from model.bleu import TOKENIZE_FOR, corpus_bleu
 from model.checkpoint import load_checkpoint, pretrained_path
@@ -15,12 +14,7 @@ SAMPLES = 1000
 CHUNK = 250  # sentences decoded together
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/unit/conftest.py
 
 
 def translate(ckpt, task, sources: list[str]) -> list[str]:
