@@ -79,7 +79,9 @@ def test_switch_language_then_follow_next_through_the_tour(page, wait_for_app, s
 
 def test_sidebar_navigation_keeps_the_language(page, wait_for_app):
     p = page("/tokens?lang=zh")
-    p.locator('[data-testid="stSidebarNav"] a').filter(has_text=translate("attention.title", "zh")).click()
+    # "注意力" is also inside "注意力的计算代价" (the cost page): pick the link whose whole name it is.
+    p.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=translate("attention.title", "zh"),
+                                                          exact=True).click()
     p.wait_for_url(re.compile(r"/attention(\?|$)"))
     expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading("attention", "zh"))
     wait_for_app(p)
