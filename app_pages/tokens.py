@@ -60,6 +60,8 @@ def embedding_steps(stages: EmbeddingStages) -> None:
               t("tokens.embed.stage_pe"), t("tokens.embed.stage_total"))
     axis = (t("tokens.embed.x_dim"), t("tokens.embed.y_token"), t("tokens.embed.hover"))
     figures = stage_figures(stages.tokens, values, titles, axis)
+    if stages.position_kind != "sinusoidal":  # RoPE or no positions: nothing is added here (see explain.embeddings)
+        st.info(t(f"tokens.embed.no_table_{stages.position_kind}"), icon=":material/info:")
     for row in ((0, 1), (2, 3)):
         for column, n in zip(st.columns(2, gap="small"), row):
             with column:

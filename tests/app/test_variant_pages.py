@@ -80,3 +80,11 @@ def test_every_page_draws_with_a_modern_variant_model(app, checkpoint, key, quer
     assert at.session_state[models.MODEL_STATE_KEY] == NAME
     if (key, query) not in NO_CHART:
         assert at.get("plotly_chart"), "no chart drawn"
+
+
+def test_the_tokens_page_says_a_rope_model_adds_no_positional_table(app, checkpoint):
+    at = app(query={"lang": "en", "model": NAME})
+    at.session_state[models._SESSION_MODELS_KEY] = {NAME: checkpoint}
+    clean(at.run())
+    at = clean(at.switch_page(stop("tokens").script).run())
+    assert translate("tokens.embed.no_table_rope", "en") in [str(e.value) for e in at.info]
