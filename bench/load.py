@@ -85,7 +85,13 @@ PAGE_WIDGETS: dict[str, str] = {
     "masks": "masks.padding",
     "positional-encoding": "positional.pair",
     "attention": "attention.head",
+    "feed-forward": "ffn.stack",
+    "residual-stream": "residual.stack",
+    "layer-norm": "layernorm.site",
     "decoding": "decoding.step",
+    "output-and-loss": "output.temperature",
+    "bleu": "bleu.noise",
+    "attention-cost": "cost.log",  # shown once a measurement exists; before that the language radio
     "training": "training.warmup",
 }
 FALLBACK_WIDGET = "lang"  # the sidebar's language radio, on every page

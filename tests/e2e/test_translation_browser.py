@@ -93,8 +93,9 @@ def test_decoding_steps_word_by_word(page, wait_for_app, screenshot, model, lang
 
 def test_the_default_model_follows_the_language(page, wait_for_app, screenshot):
     p = page("/attention", locale="zh-CN")
-    assert query(p)["model"] == "zh-en" and query(p)["lang"] == "zh"
-    assert widget(p, "attention.text").locator("input").input_value() == REORDER["zh-en"]
+    p.wait_for_url(re.compile(r"model=zh-en"))  # the URL is written after the first run: wait for it, not race it
+    assert query(p)["lang"] == "zh"
+    expect(widget(p, "attention.text").locator("input")).to_have_value(REORDER["zh-en"])
     p.locator('[data-testid="stSidebar"]').get_by_text(translate("common.language_name.en", "zh"), exact=True).click()
     p.wait_for_url(re.compile(r"model=en-zh"))
     wait_for_app(p)
