@@ -91,7 +91,6 @@ PAGE_WIDGETS: dict[str, str] = {
     "decoding": "decoding.step",
     "output-and-loss": "output.temperature",
     "bleu": "bleu.noise",
-    "attention-cost": "cost.log",  # shown once a measurement exists; before that the language radio
     "training": "training.warmup",
 }
 FALLBACK_WIDGET = "lang"  # the sidebar's language radio, on every page
