@@ -91,6 +91,9 @@ PAGE_WIDGETS: dict[str, str] = {
     "decoding": "decoding.step",
     "output-and-loss": "output.temperature",
     "bleu": "bleu.noise",
+    # The cost page's only view control (its log-axes toggle) appears after a measurement, which a
+    # visitor has to ask for; before that the language radio is the control every visitor has.
+    "attention-cost": "lang",
     "training": "training.warmup",
 }
 FALLBACK_WIDGET = "lang"  # the sidebar's language radio, on every page
