@@ -4,6 +4,10 @@
 the first call start the thread. It runs after the first page has been drawn, so the first
 visitor does not wait for it, and it:
 
+* sets torch's CPU thread count to the training runs' (one by default,
+  :func:`ui.training.session.training_threads`) before anything else, so the pages' inference and
+  the training runs share the cores the same way from the first minute: with torch's default (one
+  thread per core) a class's worth of sessions decoding at once fight over the cores;
 * loads every shipped checkpoint into the shared cache of :mod:`ui.models` (eval mode);
 * builds one throwaway ``torch.optim.Adam`` on a tiny parameter and takes one step, because the
   first optimizer of a process imports ``torch._dynamo`` lazily (2-7 s on a laptop) and that
@@ -39,6 +43,7 @@ class WarmUp:
     loaded: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # model name -> why
     optimizer_seconds: float | None = None
+    threads: int | None = None  # torch's intra-op threads once the warm-up set them
     frozen_objects: int = 0  # objects gc.freeze() took out of the collector's reach
     seconds: float | None = None
 
@@ -59,12 +64,23 @@ def _warm_optimizer() -> float:
     return time.perf_counter() - start
 
 
+def _set_threads() -> int:
+    import torch
+
+    from model.device import pick_device
+    from ui.training.session import configure_threads_once
+
+    configure_threads_once(str(pick_device()))
+    return torch.get_num_threads()
+
+
 def run_warmup(report: WarmUp) -> None:
     """The warm-up itself (synchronous); fills ``report`` and sets ``report.done``."""
     from ui.models import ModelUnavailable, load_shipped, shipped_models
 
     start = time.perf_counter()
     try:
+        report.threads = _set_threads()
         for name in shipped_models():
             try:
                 load_shipped(name)

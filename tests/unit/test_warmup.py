@@ -3,8 +3,34 @@ from __future__ import annotations
 
 import gc
 
+import pytest
+import torch
+
 import ui.models
 import ui.warmup as warmup
+from ui.training import session
+
+
+@pytest.fixture(autouse=True)
+def threads_restored(monkeypatch):
+    """The warm-up sets torch's thread count once per process: undo it for the tests after these."""
+    before = torch.get_num_threads()
+    monkeypatch.setattr(session, "_threads_set", False)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_the_warm_up_gives_page_inference_the_training_runs_thread_count(monkeypatch):
+    monkeypatch.setattr(ui.models, "shipped_models", lambda: [])
+    monkeypatch.setenv(session.ENV_THREADS, "1")
+    torch.set_num_threads(2)
+    gc.unfreeze()
+    try:
+        report = warmup.WarmUp()
+        warmup.run_warmup(report)
+        assert report.threads == torch.get_num_threads() == 1
+    finally:
+        gc.unfreeze()
 
 
 def test_the_warm_up_freezes_the_objects_alive_when_it_ends(monkeypatch):

@@ -96,7 +96,8 @@ def training_threads(environ: Mapping[str, str] = os.environ) -> int:
     These models are tiny, so a second thread buys little and, on a busy machine, costs a lot: on
     a shared 2-core box the tiny preset made 5.6-7.0 steps/s with one thread and 0.9-1.4 with two.
     With one thread each, concurrent runs share the cores instead of fighting over them. The
-    setting is process-wide (torch has one pool), so it also applies to the pages' inference.
+    setting is process-wide (torch has one pool), so it also applies to the pages' inference; the
+    warm-up (:mod:`ui.warmup`) sets it when the server starts, before any run.
     """
     return _positive_int(environ, ENV_THREADS, 1)
 
