@@ -141,7 +141,8 @@ def position(ckpt, source: str) -> None:
     if copy_from == copy_to:
         st.caption(t("ffn.position.same"))
     else:
-        st.caption(t(f"ffn.position.reading_{stack}", to=copy_to, token=display_token(result.tokens[copy_from])))
+        token = markdown_literal(display_token(result.tokens[copy_from]))
+        st.caption(t(f"ffn.position.reading_{stack}", to=copy_to, token=token))
 
 
 # ------------------------------------------------------------------ parameters

@@ -7,7 +7,7 @@ from explain.residual import (STACKS, all_connections, off_triples, parse_connec
                               stream_view, switch_off, token_path)
 from figures import residual as charts
 from figures.attention import ablation_figure
-from figures.labels import display_token
+from figures.labels import display_token, token_label
 from ui.cache import computed
 from ui.head_set import HeadSetParam
 from ui.i18n import t
@@ -82,7 +82,7 @@ def sizes(ckpt, source: str) -> None:
     line_names = (t("residual.sizes.x_line"), t("residual.sizes.update_line"), t("residual.sizes.turn_line"))
     plot(charts.token_path_figure(names, path["x_norm"].to_numpy(), path["update_norm"].to_numpy(),
                                   path["turn_cos"].to_numpy(), names=line_names,
-                                  titles=(t("residual.sizes.path_sizes", token=display_token(tokens[position])),
+                                  titles=(t("residual.sizes.path_sizes", token=token_label(tokens[position])),
                                           t("residual.sizes.path_turn")),
                                   size_title=t("residual.sizes.size_axis"), cos_title="cos"),
          key="residual.path", config=PLOT_CONFIG)

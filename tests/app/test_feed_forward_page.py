@@ -181,3 +181,18 @@ def test_a_swiglu_model_shows_its_gate(app, tmp_path, monkeypatch):
     np.testing.assert_allclose(post, pre / (1 + np.exp(-pre)), atol=1e-4)  # SiLU(z) = z·sigmoid(z)
     clean(at.segmented_control(key="ffn.section").set_value("params").run())
     assert any("SwiGLU" in c.value for c in at.caption)
+
+
+def test_a_token_that_is_markdown_is_shown_escaped_in_the_reading(app, tmp_path, monkeypatch):
+    """An uploaded model's alphabet may hold Markdown characters: the caption names the token literally."""
+    from ui import models
+
+    torch.manual_seed(0)
+    tokenizer = CharTokenizer("ab*_")
+    config = TransformerConfig(tokenizer.vocab_size, tokenizer.vocab_size, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                               dropout=0.0, max_len=40)
+    save_checkpoint(tmp_path / "copy.pt", Transformer(config).eval(), tokenizer, {"name": "copy"})
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
+    at = open_ffn(app, ff_view="position", ff_text="a*b_", ff_from="1", ff_to="3")
+    reading = [c.value for c in at.caption if "position 3" in c.value]
+    assert reading and "of \\*" in reading[0], [c.value for c in at.caption]

@@ -11,13 +11,15 @@ URL (as a pasted link does; the page sees the URL change) or typed into the box 
 sent as a scripted client would, past the box's ``max_chars``, which Streamlit then applies), and
 the page reruns. A text box gets each value once per language: by link in one, typed in the other.
 A link longer than Streamlit reads (512 Ki characters) is dropped whole by Streamlit: no notice,
-nothing changes.
+nothing changes. A value that only a button's result shows (the cost page's axes switch) is tested
+after the press, and once waiting in the link before it.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Callable
 from urllib.parse import urlencode
 
@@ -30,13 +32,19 @@ from model.tasks import get_task
 from model.tokenizer import CharTokenizer
 from tests.app.apptest_helpers import clean, open_script, query, random_model_fixtures, texts
 from explain import attention as xa
+from explain import bleu as bv
+from explain import cost
 from explain import decoding as dv
+from explain import layernorm as lnv
 from explain import masks as em
+from explain import norm_placement as npl
 from explain import positional as pv
+from explain import residual as rv
 from explain import tokens as tv
 from ui.training import panel as trv
 from ui.head_set import HeadSetParam
 from ui.i18n import LANGS, translate
+from ui.tour import TOUR
 from ui.widgets import BATCH_PARAM
 from explain.text import prepare_sentences
 from ui.url_state import (BoolParam, ChoiceParam, FloatParam, IntParam, Param, TextParam,
@@ -113,7 +121,21 @@ class Settings:
     page: str
     rules: tuple[Rule, ...]
     context: dict[str, str] = field(default_factory=dict)
+    press: str | None = None  # the key of a button that shows these values (the cost page's measure button)
 
+
+def picked_index(name: str, kind: str, key: str) -> Live:
+    """An index into the options the widget ``key`` shows (``kind``: "selectbox" or "select_slider")."""
+    return Live(name, lambda at: IntParam(name, 0, lo=0, hi=len(getattr(at, kind)(key=key).options) - 1))
+
+
+STACK_LAYER = (ChoiceParam("ff_stack", "encoder", choices=rv.STACKS), IntParam("ff_layer", 1, lo=1, hi=N_LAYERS))
+BLEU_SAMPLES = (IntParam("bleu_n", 50, lo=10, hi=200, step=10), IntParam("bleu_seed", 0, lo=0, hi=9999),
+                ChoiceParam("bleu_noise", "none", choices=bv.NOISES))
+BLEU_ORDER = IntParam("bleu_order", 1, lo=1, hi=bv.MAX_ORDER)
+NORM_SITES = lnv.norm_sites(N_LAYERS, norm_first=False)  # this module's models are post-norm
+COST_LOG = BoolParam("cst_log", True)  # read once a measurement is shown
+FEW_SAMPLES = {"bleu_n": "10"}  # one chunk of samples to decode: the lowest N the page offers
 
 SETTINGS = [
     Settings("home", "app_pages/home.py", (MODEL,)),
@@ -141,7 +163,9 @@ SETTINGS = [
     Settings("attention_heads", "app_pages/attention.py",
              (BoolParam("att_all", True), ATT_KIND, LAYER_HEAD["att_layer"], LAYER_HEAD["att_head"]),
              {"att_view": "heads"}),
-    Settings("attention_inside", "app_pages/attention.py", (BoolParam("att_scale", True),), {"att_view": "inside"}),
+    Settings("attention_inside", "app_pages/attention.py",
+             (BoolParam("att_scale", True), ATT_KIND, LAYER_HEAD["att_layer"], LAYER_HEAD["att_head"]),
+             {"att_view": "inside"}),
     Settings("attention_ablation", "app_pages/attention.py",
              (HeadSetParam("att_off", default=[], choices=tuple(xa.all_heads(N_LAYERS, N_HEADS))),),
              {"att_view": "ablation"}),
@@ -158,6 +182,47 @@ SETTINGS = [
         MODEL, trv.TASK, trv.PRESET, trv.BATCH, trv.WARMUP, trv.COMPARE, trv.FACTOR, trv.SMOOTHING, trv.SEED,
         trv.STEPS, trv.PADDING, trv.LOOK_AHEAD,
     )),
+    # The pages below define their params in the page file (a script, not importable): their choices come
+    # from explain/ where it has them.
+    Settings("ffn", "app_pages/feed_forward.py", (
+        MODEL, ChoiceParam("ff_view", "inside", choices=("inside", "position", "params")), *STACK_LAYER,
+    )),
+    Settings("ffn_position", "app_pages/feed_forward.py", (
+        *STACK_LAYER, picked_index("ff_from", "selectbox", "ffn.copy_from"),
+        picked_index("ff_to", "selectbox", "ffn.copy_to"),
+    ), {"ff_view": "position"}),
+    Settings("residual", "app_pages/residual_stream.py", (
+        MODEL, ChoiceParam("rs_view", "sizes", choices=("sizes", "off")),
+        ChoiceParam("rs_stack", "encoder", choices=rv.STACKS), picked_index("rs_tok", "selectbox", "residual.token"),
+    )),
+    Settings("residual_off", "app_pages/residual_stream.py",
+             (HeadSetParam("rs_off", default=[], choices=tuple(rv.all_connections(N_LAYERS))),), {"rs_view": "off"}),
+    Settings("layernorm", "app_pages/layer_norm.py", (
+        MODEL, SENT, ChoiceParam("ln_at", NORM_SITES[0], choices=NORM_SITES),
+        picked_index("ln_tok", "select_slider", "layernorm.token"), BoolParam("ln_pads", True),
+        IntParam("ln_seed", npl.SEEDS[0], lo=npl.SEEDS[0], hi=npl.SEEDS[-1]),
+    )),
+    Settings("output", "app_pages/output_and_loss.py", (
+        MODEL, ChoiceParam("out_view", "logits", choices=("logits", "seed", "loss", "smoothing")),
+        picked_index("out_pos", "select_slider", "output.position"),
+        FloatParam("out_temp", 1.0, lo=0.0, hi=5.0, step=0.1),
+    )),
+    Settings("output_smoothing", "app_pages/output_and_loss.py", (
+        FloatParam("out_eps", 0.1, lo=0.0, hi=0.5, step=0.05),
+        picked_index("out_pos", "select_slider", "output.position"),
+    ), {"out_view": "smoothing"}),
+    Settings("bleu", "app_pages/bleu.py", (
+        MODEL, ChoiceParam("bleu_view", "corpus", choices=("corpus", "worked")), *BLEU_SAMPLES,
+    ), FEW_SAMPLES),
+    Settings("bleu_worked", "app_pages/bleu.py", (
+        ChoiceParam("bleu_pair", "sample", choices=("sample", "typed")), *BLEU_SAMPLES,
+        picked_index("bleu_pick", "selectbox", "bleu.pick"), BLEU_ORDER,
+    ), {**FEW_SAMPLES, "bleu_view": "worked"}),
+    Settings("bleu_typed", "app_pages/bleu.py", (
+        ChoiceParam("bleu_tok", "char", choices=bv.TOKENIZATIONS), BLEU_ORDER,
+    ), {"bleu_view": "worked", "bleu_pair": "typed"}),
+    Settings("cost", "app_pages/attention_cost.py", (MODEL,)),  # nothing measured: the page reads only the model
+    Settings("cost_measured", "app_pages/attention_cost.py", (MODEL, COST_LOG), press="cost.measure"),
 ]
 
 
@@ -170,7 +235,8 @@ class Box:
     kind: str  # "text_area" or "text_input"
     key: str
     param: TextParam
-    max_chars: int  # per sentence, as the page computes it for this module's models (max_len 40)
+    max_chars: int | None  # per sentence, as the page computes it for this module's models (max_len 40);
+    # None: the page does not give the text to the model (no notices about it)
     max_lines: int = 1
     task: str = "copy"
     context: dict[str, str] = field(default_factory=dict)
@@ -189,16 +255,34 @@ BOXES = [
     Box("decoding_target", "app_pages/decoding.py", "text_input", "decoding.target",
         TextParam("dec_target", "", max_len=200), MAX_LEN - 1, task="dates",
         context={"model": "dates", "dec_view": "forcing", "dec_text": "31 feb 2026"}),
+    Box("ffn", "app_pages/feed_forward.py", "text_input", "ffn.text", TextParam("ff_text", EXAMPLE, max_len=200),
+        MAX_LEN),
+    Box("residual", "app_pages/residual_stream.py", "text_input", "residual.text",
+        TextParam("rs_text", EXAMPLE, max_len=200), MAX_LEN),
+    Box("layernorm", "app_pages/layer_norm.py", "text_area", "batch.text", BATCH_PARAM, MAX_LEN - 1, max_lines=8),
+    Box("output", "app_pages/output_and_loss.py", "text_input", "output.text",
+        TextParam("out_text", EXAMPLE, max_len=200), MAX_LEN),
+    Box("output_target", "app_pages/output_and_loss.py", "text_input", "output.target",
+        TextParam("out_target", EXAMPLE, max_len=200), MAX_LEN - 1),  # the copy task's answer is its sentence
+    Box("bleu_reference", "app_pages/bleu.py", "text_input", "bleu.reference",
+        TextParam("bleu_ref", "thank you so much, my brother", max_len=200), None,
+        context={"bleu_view": "worked", "bleu_pair": "typed"}),
+    Box("bleu_candidate", "app_pages/bleu.py", "text_input", "bleu.candidate",
+        TextParam("bleu_cand", "thank you so much", max_len=200), None,
+        context={"bleu_view": "worked", "bleu_pair": "typed"}),
 ]
 
 
 # ------------------------------------------------------------------ checks
 
 
+URL_PATHS = {stop.script: stop.url_path for stop in TOUR}
+
+
 def open_page(app, page: str, query_: dict[str, str] | None = None, *, locale: str | None = None) -> AppTest:
     if page == "app_pages/home.py":  # the default page: no switch
         return clean(app(query=query_, locale=locale).run())
-    home_first = page in ("app_pages/positional_encoding.py", "app_pages/training.py")  # URL path != file name
+    home_first = URL_PATHS[page] != Path(page).stem  # e.g. /feed-forward runs feed_forward.py
     return open_script(app, page, query_, locale=locale, home_first=home_first)
 
 
@@ -283,6 +367,8 @@ def prepared_text(box: Box, text: str):
 
 def expected_notices(box: Box, text: str, lang: str) -> list[str]:
     """The warnings the page must show for ``text``."""
+    if box.max_chars is None:
+        return []
     return [translate(n.key, lang, **{k: markdown_literal(str(v), 80) for k, v in n.values.items()})
             for n in prepared_text(box, text).notices]
 
@@ -295,6 +381,15 @@ def no_training_session_left_behind():
     cache_resource_api.clear_session_cache("test session id")
 
 
+@pytest.fixture(autouse=True)
+def short_cost_measurements(monkeypatch):
+    """The cost page measures three short lengths, afresh in each test (its button shows only before a measurement)."""
+    monkeypatch.setattr(cost, "LENGTHS", (8, 16, 32))
+    cost.forget_measurements()
+    yield
+    cost.forget_measurements()
+
+
 # ------------------------------------------------------------------ query values
 
 
@@ -302,6 +397,9 @@ def no_training_session_left_behind():
 @pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: s.id)
 def test_every_query_value_survives_the_nasty_table(app, settings, lang):
     at = open_page(app, settings.page, {"lang": lang, **settings.context})
+    if settings.press:
+        at.button(key=settings.press).click()
+        rerun(at, f"{settings.id}/{lang}/press")
     # What the page shows at first: a param's default, or what the page chose (the most focused head).
     current = {rule.name: rule.parse(query(at, rule.name)) if rule.name in at.query_params else rule.default
                for rule in (rule_of(spec, at) for spec in settings.rules)}
@@ -329,6 +427,30 @@ def test_every_query_value_survives_the_nasty_table(app, settings, lang):
         assert len(at.toast) == rejected, (where, texts(at.toast))
         assert at.title[0].value == translate("common.app_title" if settings.id == "home" else
                                               f"{settings.id.split('_')[0]}.title", lang), where
+        assert_shown_literally(at, value_id, where)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_nasty_link_value_waiting_for_the_cost_button_is_named_when_it_is_pressed(app, lang):
+    """A link may carry ``?cst_log=`` before anything is measured: the page reads it (and names a bad one)
+    when the button shows the result."""
+    for value_id, raw in NASTY.items():
+        where = f"cost_button/{lang}/{value_id}"
+        cost.forget_measurements()
+        link = {"lang": lang, COST_LOG.name: raw}
+        read = len(urlencode(link)) <= CLIENT_STATE_QUERY_STRING_MAX_LENGTH  # else Streamlit drops the whole link
+        at = open_page(app, "app_pages/attention_cost.py", link)
+        assert not at.toast, (where, texts(at.toast))  # nothing shown reads it yet
+        at.button(key="cost.measure").click()
+        rerun(at, where)
+        ok, parsed = accepts(COST_LOG, raw)
+        assert at.toggle(key="cost.log").value == (parsed if ok and read else COST_LOG.default), where
+        assert query(at, COST_LOG.name) == COST_LOG.format(at.toggle(key="cost.log").value), where
+        named = notices_naming(at, COST_LOG.name)
+        if ok or not read:
+            assert not at.toast, (where, texts(at.toast))
+        else:
+            assert len(named) == len(at.toast) == 1 and markdown_literal(raw) in named[0], (where, texts(at.toast))
         assert_shown_literally(at, value_id, where)
 
 
@@ -361,7 +483,7 @@ def check_box(at: AppTest, box: Box, lang: str, shown: str, where: str) -> None:
     warnings = texts(at.warning)
     for notice in expected_notices(box, shown, lang):
         assert notice in warnings, (where, notice, warnings)
-    sentences = prepared_text(box, shown).sentences
+    sentences = prepared_text(box, shown).sentences if box.max_chars is not None else []
     if box.id == "attention" and sentences:  # the copy task's answer is the sentence: shown escaped
         expected = translate("attention.expected", lang, expected=markdown_literal(sentences[0], limit=60))
         assert expected in warnings or translate("attention.correct", lang) in texts(at.success), (where, warnings)

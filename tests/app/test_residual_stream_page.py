@@ -132,3 +132,18 @@ def test_a_pre_norm_model_says_so(app, tmp_path, monkeypatch):
     assert any("pre-norm" in c.value for c in at.caption)
     assert any(r"x + \mathrm{Sublayer}\big(" in latex.value for latex in at.latex)
     assert len(at.metric) == 2
+
+
+def test_a_token_that_is_markup_is_escaped_in_the_chart_title(app, tmp_path, monkeypatch):
+    """An uploaded model's alphabet may hold '<': plotly's title shows it, never reads it as a tag."""
+    from ui import models
+
+    torch.manual_seed(0)
+    tokenizer = CharTokenizer("ab<>")
+    config = TransformerConfig(tokenizer.vocab_size, tokenizer.vocab_size, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                               dropout=0.0, max_len=40)
+    save_checkpoint(tmp_path / "copy.pt", Transformer(config).eval(), tokenizer, {"name": "copy"})
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
+    at = open_residual(app, rs_text="a<b", rs_tok="1")
+    titles = [a["text"] for a in chart(at, "residual.path")["layout"]["annotations"]]
+    assert any(title.startswith("Token &lt;:") for title in titles), titles
