@@ -84,8 +84,8 @@ def _note_model_elsewhere(names: list[str]) -> None:
     """A ``?model=`` that names no model here and no shipped one: remember it for the lasting notice
     (the URL binding still shows its passing toast, as for every rejected link value)."""
     asked = st.query_params.get("model")
-    if asked is None or asked in names or asked in models.SHIPPED_TASKS:
-        return
+    if asked is None or not asked.strip() or asked in names or asked in models.SHIPPED_TASKS:
+        return  # a blank name names no model: the binding's toast about the bad value is enough
     st.session_state[ELSEWHERE_KEY] = asked
 
 

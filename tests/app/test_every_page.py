@@ -166,6 +166,14 @@ def test_a_model_from_another_session_gets_a_lasting_notice(app, tiny_checkpoint
     assert not any("copy-tiny-1" in w for w in texts(at.main.warning))  # a model picked: it has done its job
 
 
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_a_blank_model_in_the_link_gets_the_passing_notice_only(app, tiny_checkpoints, blank):
+    at = clean(app(query={"model": blank, "lang": "en"}).run())
+    assert len(toasts(at)) == 1
+    assert not at.main.warning, [w.value for w in at.main.warning]  # no "the model ****" lasting notice
+    assert at.selectbox(key="model").value == "copy"
+
+
 def test_the_model_notice_can_be_hidden(app, tiny_checkpoints):
     at = clean(app(query={"model": "someone-elses-model", "lang": "en"}).run())
     assert elsewhere_notice("someone-elses-model", "copy", "en") in texts(at.main.warning)
