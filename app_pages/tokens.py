@@ -5,7 +5,7 @@ from explain.embeddings import EmbeddingStages, embedding_stages, rms
 from explain.text import MAX_LINES, PreparedText, prepare_sentences
 from explain.tokens import SENTENCE_ROWS, SIDES, SentenceBatch, batch_of, fallback_tokenizer, sentence_frame, side_frames
 from figures.labels import display_token
-from figures.tokens import kind_table_html, matrix_figure, stage_figures
+from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figures
 from ui.cache import computed
 from ui.i18n import t
 from ui.models import selected_model
@@ -51,6 +51,8 @@ def embedding_matrix(stages: EmbeddingStages) -> None:
     st.markdown(f"**{t('tokens.embed.matrix_title', v=vocab, d=d_model)}**")
     axis = (t("tokens.embed.x_dim"), t("tokens.embed.y_vocab"), t("tokens.embed.hover_vocab"))
     plot(matrix_figure(stages.matrix, stages.vocab, stages.ids, axis), key="tokens.matrix_chart")
+    if vocab > ROW_LABELS_MAX:
+        st.caption(t("tokens.embed.matrix_some_rows", v=vocab))
 
 
 def embedding_steps(stages: EmbeddingStages) -> None:

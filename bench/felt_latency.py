@@ -118,7 +118,11 @@ HOME, TOK, MASKS, ATT = "/?lang=en", "/tokens?lang=en", "/masks?lang=en", "/atte
 ATT_FIRST = ATT + "&att_layer=1&att_head=1"  # the page opens on the most focused head: start from 1/1 explicitly
 POS, DEC, TRAIN = "/positional-encoding?lang=en", "/decoding?lang=en", "/training?lang=en"
 LN = "/layer-norm?lang=en&model=copy"
-BATCH = "hello world\nattention is all you need\nhi!"
+BATCH = "hello world\nattention is all you need\nhi!"  # the copy model's (LayerNorm rows)
+# The tokens and masks rows run on the default model, en-zh in English since #22: its batch example.
+EN_ZH = ("the cat ate two apples in the garden yesterday .", "did you see the dog ?", "tom will buy a red car tomorrow .")
+EN_ZH_BATCH, EN_ZH_SHORTER = "\n".join(EN_ZH), f"{EN_ZH[0]}\n{EN_ZH[2]}"
+EN_ZH_FIRST, EN_ZH_THIRD = f"1: {EN_ZH[0]}", f"3: {EN_ZH[2]}"
 MASK_SWITCHES, MASKS_FIRST = "Masks on (click to switch one off or on)", "The masks of this sentence"
 MASKS_EFFECT = (choose("Show", "What the masks do to the model's attention"),)
 MASKS_ROW = (choose("Show", "One row, step by step"),)
@@ -130,17 +134,17 @@ ROWS: list[Row] = [
     Row("home:language", HOME, choose(None, "中文"), choose(None, "English")),
     Row("nav:home-tokens", HOME, nav("Tokens and embeddings"), nav("Home")),
     pick("Show", "encoder input", "decoder input", TOK, "tokens:side"),
-    Row("tokens:sentence", TOK, select("Sentence", "3: hi!"), select("Sentence", "1: hello world")),
-    Row("tokens:batch", TOK, text(re.compile("^Sentences, one per line"), "hello world\nhi!"),
-        text(re.compile("^Sentences, one per line"), BATCH)),
+    Row("tokens:sentence", TOK, select("Sentence", EN_ZH_THIRD), select("Sentence", EN_ZH_FIRST)),
+    Row("tokens:batch", TOK, text(re.compile("^Sentences, one per line"), EN_ZH_SHORTER),
+        text(re.compile("^Sentences, one per line"), EN_ZH_BATCH)),
     Row("nav:tokens-masks", TOK, nav("Masks"), nav("Tokens and embeddings")),
     flip(switch("Padding mask"), MASKS, "masks:padding"),
     flip(switch("Look-ahead mask"), MASKS, "masks:look-ahead"),
-    Row("masks:sentence", MASKS, select("Sentence", "3: hi!"), select("Sentence", "1: hello world")),
+    Row("masks:sentence", MASKS, select("Sentence", EN_ZH_THIRD), select("Sentence", EN_ZH_FIRST)),
     pick("Show", MASKS_FIRST, "The same masks as PyTorch prints them", MASKS, "masks:section-printout"),
     pick("Show", MASKS_FIRST, "What the masks do to the model's attention", MASKS, "masks:section-effect"),
     pick("Show", MASKS_FIRST, "One row, step by step", MASKS, "masks:section-row"),
-    Row("masks:layer", MASKS, select("Layer", "layer 2 of 2"), select("Layer", "layer 1 of 2"), MASKS_EFFECT),
+    Row("masks:layer", MASKS, select("Layer", "layer 2 of 3"), select("Layer", "layer 1 of 3"), MASKS_EFFECT),
     Row("masks:head", MASKS, select("Head", "head 2 of 4"), select("Head", "head 1 of 4"), MASKS_EFFECT),
     flip(switch("Padding mask"), MASKS, "masks:effect-padding", MASKS_EFFECT),
     pick("Attention", "decoder self-attention", "encoder self-attention", MASKS, "masks:row-kind", MASKS_ROW),

@@ -105,6 +105,12 @@ def test_the_tokens_page_shows_one_token_a_word(app, model):
         assert {"apples", "garden", "yesterday"} <= shown
     else:
         assert {"苹", "花", "园"} <= shown and "猫昨" not in shown  # one token a character
+    # Hundreds of vocabulary rows: the matrix labels only the rows this sentence looks up, and says so.
+    matrix = json.loads(next(c for c in at.get("plotly_chart") if "matrix_chart" in c.proto.id).proto.spec)
+    labels = matrix["layout"]["yaxis"]["ticktext"]
+    assert labels and all(label.startswith("▶") for label in labels)
+    assert len(labels) == len(set(text.splitlines()[0].split() if model == "en-zh" else text.splitlines()[0]))
+    assert translate("tokens.embed.matrix_some_rows", "en", v=models.load_shipped(model).tokenizer.vocab_size) in texts(at.caption)
 
 
 # ------------------------------------------------------------------ decoding, word by word

@@ -10,7 +10,7 @@ from explain.tokens import SENTENCE_ROWS, sentence_frame, side_frames
 from explain.tokens import sentence_batch
 from figures.labels import VISIBLE_SPACE
 from figures.style import DIVERGING
-from figures.tokens import kind_table_html, matrix_figure, stage_figures
+from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figures
 from model.tasks import DEFAULT_ALPHABET
 from model.tokenizer import CharTokenizer
 
@@ -72,3 +72,14 @@ def test_matrix_figure_marks_the_rows_used():
     frames = [(s["y0"], s["y1"]) for s in fig["layout"]["shapes"]]
     assert frames == [(0.5, 1.5), (2.5, 3.5)]
     assert (fig["data"][0]["zmin"], fig["data"][0]["zmax"]) == (-10.0, 10.0)
+
+
+def test_a_large_vocabulary_labels_only_the_rows_used():
+    vocab = [f"w{i}" for i in range(ROW_LABELS_MAX + 1)]
+    matrix = np.zeros((len(vocab), 4))
+    fig = matrix_figure(matrix, vocab, (9, 2, 9), ("dim", "token", "%{z}")).to_dict()
+    assert fig["layout"]["yaxis"]["tickvals"] == [2, 9]
+    assert fig["layout"]["yaxis"]["ticktext"] == ["▶ <b>w2</b>", "▶ <b>w9</b>"]
+    assert fig["data"][0]["z"] is not None and len(fig["layout"]["shapes"]) == 2  # every row is still drawn
+    small = matrix_figure(matrix[:ROW_LABELS_MAX], vocab[:ROW_LABELS_MAX], (2,), ("dim", "token", "%{z}")).to_dict()
+    assert len(small["layout"]["yaxis"]["ticktext"]) == ROW_LABELS_MAX
