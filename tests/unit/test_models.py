@@ -18,11 +18,19 @@ def test_models_load_once_and_bad_files_are_reported(tiny_checkpoints):
     assert unknown.value.kind == "unknown"
 
 
-def test_warmup_loads_the_shipped_models(tiny_checkpoints):
+def test_warmup_loads_the_shipped_models(tiny_checkpoints, monkeypatch):
+    import torch
+
+    from ui.training import session
     from ui.warmup import WarmUp, run_warmup
 
+    monkeypatch.setattr(session, "_threads_set", False)  # the warm-up sets torch's threads: undone below
+    threads = torch.get_num_threads()
     report = WarmUp()
-    run_warmup(report)
+    try:
+        run_warmup(report)
+    finally:
+        torch.set_num_threads(threads)
     assert report.wait(0) and report.loaded == ["copy", "reverse"]
     assert set(report.skipped) == {"sort"}
     assert report.optimizer_seconds is not None
