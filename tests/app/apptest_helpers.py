@@ -91,10 +91,11 @@ def values(data: Any) -> np.ndarray:
 
 
 def write_random_checkpoint(path: Path, task: str, *, seed: int, d_model: int = 16, n_heads: int = 2,
-                            n_layers: int = 1, d_ff: int = 32, max_len: int = 64) -> None:
-    """An untrained model of ``task`` at ``path``: every invariant the pages show holds for it too."""
+                            n_layers: int = 1, d_ff: int = 32, max_len: int = 64, alphabet: str | None = None) -> None:
+    """An untrained model of ``task`` at ``path``: every invariant the pages show holds for it too.
+    ``alphabet`` replaces the task's (an uploaded model's characters may be anything)."""
     torch.manual_seed(seed)
-    tokenizer = CharTokenizer(get_task(task).alphabet)
+    tokenizer = CharTokenizer(get_task(task).alphabet if alphabet is None else alphabet)
     config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
                                d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, dropout=0.0,
                                max_len=max_len)

@@ -17,7 +17,8 @@ from model.config import TransformerConfig
 from model.tasks import get_task
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
-from tests.app.apptest_helpers import chart, clean, open_script, query, random_model_fixtures, values
+from tests.app.apptest_helpers import (chart, clean, open_script, query, random_model_fixtures, values,
+                                      write_random_checkpoint)
 from ui.i18n import LANGS, translate
 
 N_LAYERS, D_MODEL, D_FF = 2, 16, 32
@@ -187,11 +188,7 @@ def test_a_token_that_is_markdown_is_shown_escaped_in_the_reading(app, tmp_path,
     """An uploaded model's alphabet may hold Markdown characters: the caption names the token literally."""
     from ui import models
 
-    torch.manual_seed(0)
-    tokenizer = CharTokenizer("ab*_")
-    config = TransformerConfig(tokenizer.vocab_size, tokenizer.vocab_size, d_model=16, n_heads=2, n_layers=1, d_ff=32,
-                               dropout=0.0, max_len=40)
-    save_checkpoint(tmp_path / "copy.pt", Transformer(config).eval(), tokenizer, {"name": "copy"})
+    write_random_checkpoint(tmp_path / "copy.pt", "copy", seed=0, max_len=40, alphabet="ab*_")
     monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
     at = open_ffn(app, ff_view="position", ff_text="a*b_", ff_from="1", ff_to="3")
     reading = [c.value for c in at.caption if "position 3" in c.value]

@@ -15,7 +15,8 @@ from model.config import TransformerConfig
 from model.tasks import get_task
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
-from tests.app.apptest_helpers import chart, clean, open_script, query, random_model_fixtures, values
+from tests.app.apptest_helpers import (chart, clean, open_script, query, random_model_fixtures, values,
+                                      write_random_checkpoint)
 from ui.i18n import LANGS, translate
 
 N_LAYERS = 2
@@ -138,11 +139,7 @@ def test_a_token_that_is_markup_is_escaped_in_the_chart_title(app, tmp_path, mon
     """An uploaded model's alphabet may hold '<': plotly's title shows it, never reads it as a tag."""
     from ui import models
 
-    torch.manual_seed(0)
-    tokenizer = CharTokenizer("ab<>")
-    config = TransformerConfig(tokenizer.vocab_size, tokenizer.vocab_size, d_model=16, n_heads=2, n_layers=1, d_ff=32,
-                               dropout=0.0, max_len=40)
-    save_checkpoint(tmp_path / "copy.pt", Transformer(config).eval(), tokenizer, {"name": "copy"})
+    write_random_checkpoint(tmp_path / "copy.pt", "copy", seed=0, max_len=40, alphabet="ab<>")
     monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
     at = open_residual(app, rs_text="a<b", rs_tok="1")
     titles = [a["text"] for a in chart(at, "residual.path")["layout"]["annotations"]]
