@@ -15,14 +15,13 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from explain.tasks import task_batch_example, task_example
+from explain.tasks import FALLBACK_BATCH, task_batch_example, task_example
 from explain.text import MAX_CHARS, PreparedText, known_units, prepare_sentence, unit_of
 from figures.style import upright_axis_titles
 from ui.i18n import t
 from ui.url_state import IntParam, TextParam, bind, clamp_state, markdown_literal
 
-DEFAULT_BATCH = "hello world\nattention is all you need\nhi!"
-BATCH_PARAM = TextParam("batch", default=DEFAULT_BATCH, max_len=2000)
+BATCH_PARAM = TextParam("batch", default=FALLBACK_BATCH, max_len=2000)  # the default: the batch box without a model
 BATCH_KEY = "batch.text"
 SENTENCE_KEY = "batch.sentence"
 SENTENCE_BOX_CHARS = 200  # what a one-sentence box keeps (the model then takes at most MAX_CHARS of it)
@@ -136,9 +135,8 @@ def _shared_key(param, key: str, page: str) -> str:
 def alphabet_note(tokenizer: Any) -> None:
     """What the model can read, beside its text box. A small alphabet (the character models') is written
     out in a caption; a word model's vocabulary, or a large alphabet such as zh-en's Chinese characters,
-    is counted in the caption and listed in an expander. ``tokenizer`` may also be an alphabet string."""
-    units = tuple(tokenizer) if isinstance(tokenizer, str) else known_units(tokenizer)
-    unit = "char" if isinstance(tokenizer, str) else unit_of(tokenizer)
+    is counted in the caption and listed in an expander."""
+    units, unit = known_units(tokenizer), unit_of(tokenizer)
     if unit != "word" and len(units) <= LISTED_CHARS:
         st.caption(t("common.alphabet.note", chars=markdown_literal("".join(units).replace(" ", ""), limit=200)))
         return
@@ -166,7 +164,7 @@ def batch_input(label: str, help_text: str, page: str, checkpoint: Any = None) -
     Its default is a few example sentences of ``checkpoint``'s task (English ones for the character
     models, Chinese ones for zh-en), and they follow the model as :func:`sentence_input`'s example does.
     """
-    example = task_batch_example(checkpoint) if checkpoint is not None else DEFAULT_BATCH
+    example = task_batch_example(checkpoint)  # without a model: the fallback batch
     _follow_example(BATCH_KEY, example)
     param = TextParam(BATCH_PARAM.name, default=example, max_len=BATCH_PARAM.max_len)
     text = st.text_area(label, key=_shared_key(param, BATCH_KEY, page), height=120, help=help_text)
