@@ -1,10 +1,412 @@
-"""Training: watch a small Transformer learn a toy task live, following the warmup learning-rate schedule."""
+"""Training: watch a small Transformer learn a toy task live, following the warmup learning-rate schedule.
+
+The page's sections, top to bottom: the settings and the planned schedule, the controls, the
+suggested experiments, the live run (its numbers, charts and attention snapshot) with the compare
+list, the results, loading a file. Settings are mirrored in the URL (``?tr_task=copy&tr_warmup=200...``)
+and declared once, on ``model.training.TrainingConfig`` (:mod:`ui.training.settings` derives the
+rest); whether they can train is decided by the engine alone, this page only translates its answer.
+The run belongs to the browser session (:mod:`ui.training.session`) and is read as plain data.
+
+While a run is queued or training, :func:`live_run` redraws its numbers, charts and attention
+snapshot once a second in one fragment (only it reruns, not the page), with Vega-Lite charts that
+update in place; it asks the run only for the metrics since the step it last drew.
+"""
+from datetime import timedelta
+
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 from ui.i18n import t
 from ui.nav import tour_links
-from ui.training import panel
-from ui.training.session import session_training
+from ui.page_errors import fragment
+from ui.training import actions, charts, compare, experiments
+from ui.training import session as ts
+from ui.training import settings as trs
+from ui.training import status as run_status
+from ui.training.status import FAILURE_REASON_LIMIT, STOPPED_REASONS, format_count
+from ui.url_state import bind, markdown_literal
+
+REFRESH_SECONDS = 1.0
+REASONS = {  # engine reason -> i18n key suffix
+    "step cap reached": "step_cap", "time cap reached": "time_cap", "target accuracy reached": "target",
+    **STOPPED_REASONS,
+}
+NAME_FOR_KEY = "_training.name_for"  # the run number the name field was last filled for
+LAYER_KEY = "training.probe_layer"
+SAMPLES_BATCH_KEY = "_training.samples_batch"
+
+
+# ------------------------------------------------------------------ settings
+
+
+def setting_widget(widget, name: str, **options):
+    """``widget`` (``st.radio``, ``st.slider``...) for setting ``name``, bound to the URL: its label,
+    help, choices or range and key all come from the setting's declaration; ``options`` add to them."""
+    spec = trs.SPECS[name]
+    key = bind(trs.PARAMS[name], key=spec.key)
+    args = (spec.choices,) if spec.choices else (spec.lo, spec.hi) if spec.lo is not None else ()
+    declared = {"step": spec.step} if spec.step is not None else {}
+    if spec.help:
+        declared["help"] = t(spec.help)
+    return widget(t(spec.label), *args, key=key, **{**declared, **options})
+
+
+def settings_form() -> None:
+    """The settings widgets (left) and the planned learning-rate curve (right)."""
+    left, right = st.columns([2, 3], gap="large")
+    with left, st.container(border=True):
+        settings_widgets()
+    with right:
+        st.subheader(t("training.schedule.heading"))
+        st.latex(r"\mathrm{lr}(s) = \mathrm{factor}\cdot d_{\mathrm{model}}^{-0.5}\cdot"
+                 r"\min\!\left(s^{-0.5},\; s\cdot \mathrm{warmup}^{-1.5}\right)")
+        planned_schedule()
+
+
+def settings_widgets() -> None:
+    st.subheader(t("training.settings.heading"))
+    setting_widget(st.radio, "task", format_func=lambda name: t(f"training.task_name.{name}"), horizontal=True)
+    if trs.is_translation(st.session_state.get(trs.KEYS["task"])):
+        st.caption(t("training.settings.translation_time"))
+    setting_widget(st.radio, "preset", format_func=trs.preset_label, horizontal=True)
+    a, b = st.columns(2)
+    with a:
+        setting_widget(st.number_input, "batch_size")
+    with b:
+        setting_widget(st.number_input, "max_steps",
+                       help=t("training.settings.steps_help", seconds=int(ts.max_run_seconds())))
+    setting_widget(st.slider, "factor")
+    a, b = st.columns(2)
+    with a:
+        setting_widget(st.slider, "label_smoothing")
+    with b:
+        setting_widget(st.number_input, "seed")
+    setting_widget(st.toggle, "use_padding_mask")
+    setting_widget(st.toggle, "use_look_ahead_mask")
+    variant_widgets()
+
+
+def variant_widgets() -> None:
+    """The four model-variant switches, each with one sentence (and its formula) on the choice made,
+    and the parameter count that the task, size and switches give."""
+    st.markdown(f"**{t('training.variant.heading')}**")
+    setting_widget(st.radio, "norm_first", horizontal=True,
+                   format_func=lambda pre: t(f"training.variant.norm_first.{'pre' if pre else 'post'}"))
+    pre = st.session_state[trs.KEYS["norm_first"]]
+    st.caption(t(f"training.variant.norm_first.{'pre' if pre else 'post'}_explain"))
+    for name in trs.VARIANT_FIELDS[1:]:
+        setting_widget(st.radio, name, horizontal=True,
+                       format_func=lambda kind, name=name: t(f"training.variant.{name}.{kind}"))
+        st.caption(t(f"training.variant.{name}.{st.session_state[trs.KEYS[name]]}_explain"))
+    text = trs.parameter_text(trs.read_settings())
+    if text is not None:
+        st.caption(text)
+
+
+@fragment
+def planned_schedule() -> None:
+    """The warmup slider, the peak it gives, the Noam curve the next run will follow and a second
+    warmup to compare with: moving either slider reruns only this. The other settings are read from
+    their widgets, which rerun the whole page."""
+    setting_widget(st.slider, "warmup")
+    compare_key = bind(trs.COMPARE, key=trs.COMPARE_KEY)
+    settings = trs.read_settings()
+    problem = settings.problem()
+    if problem is not None:
+        st.error(trs.problem_text(problem), icon=":material/block:")
+        return
+    d_model = trs.preset_width(settings.preset)
+    st.caption(t("training.schedule.peak_worked",
+                 worked=charts.worked_peak(d_model, settings.warmup, settings.factor)))
+    second = st.session_state[compare_key]
+    warmups = [settings.warmup] + ([second] if second and second != settings.warmup else [])
+    charts.planned_chart(d_model, settings.factor, settings.max_steps,
+                         [(t("training.schedule.series", warmup=w), w) for w in warmups])
+    if settings.warmup > settings.max_steps:
+        st.warning(t("training.schedule.peak_after_cap", warmup=settings.warmup, steps=settings.max_steps),
+                   icon=":material/block:")
+    st.caption(t("training.schedule.peak_caption"))
+    st.slider(t("training.schedule.compare"), trs.COMPARE.lo, trs.COMPARE.hi, key=compare_key,
+              help=t("training.schedule.compare_help"))
+
+
+# ------------------------------------------------------------------ buttons
+
+
+def show_flash(where: str) -> None:
+    """The message a button callback left for this place on the page, shown once."""
+    flashed = actions.take_flash(where)
+    if flashed is not None:
+        kind, key, args = flashed
+        (st.error if kind == "error" else st.success)(t(key, **args))
+
+
+def controls(session: ts.TrainingSession) -> None:
+    """Start / pause / resume / stop / reset, and the one-click cheating experiment."""
+    status = session.status()
+    state = status.state if status is not None else "idle"
+    live = session.live
+    ready = trs.read_settings().problem() is None
+    with st.container(horizontal=True, key="training_controls"):
+        st.button(t("training.control.start"), type="primary", icon=":material/play_arrow:", key="training.start",
+                  disabled=live or not ready, on_click=actions.on_start)
+        if state == "paused":
+            st.button(t("training.control.resume"), icon=":material/resume:", key="training.resume",
+                      on_click=session.resume)
+        else:
+            st.button(t("training.control.pause"), icon=":material/pause:", key="training.pause",
+                      disabled=state not in ("running", "queued"), on_click=session.pause)
+        st.button(t("training.control.stop"), icon=":material/stop:", key="training.stop", disabled=not live,
+                  on_click=session.stop)
+        st.button(t("training.control.reset"), icon=":material/restart_alt:", key="training.reset",
+                  disabled=status is None, on_click=session.reset)
+        st.button(t("training.control.cheat"), icon=":material/visibility:", key="training.cheat",
+                  disabled=live or not ready, on_click=actions.on_start, kwargs={"cheat": True},
+                  help=t("training.control.cheat_help"))
+    show_flash("controls")
+
+
+# ------------------------------------------------------------------ the run
+
+
+def run_panel(session: ts.TrainingSession) -> None:
+    """The run's status, charts and attention snapshot (refreshing themselves while it trains)."""
+    if ts.debug_enabled():  # for the browser tests: does a closed tab's run really end?
+        st.caption(f"training-threads-alive: {ts.alive_training_threads()}")
+    snap = session.snapshot()
+    if snap is None:
+        st.info(t("training.run.none"), icon=":material/info:")
+        compare.compare_section(session)
+    elif changing(session, snap):
+        live_run()
+    else:
+        run_and_compare(session, snap)
+
+
+@fragment(run_every=timedelta(seconds=REFRESH_SECONDS))
+def live_run() -> None:
+    """The run and the compare list, redrawn once a second while the run trains or an experiment's
+    next run is due (the one timer of the page: the overlay of a run still going updates with it)."""
+    session = ts.session_training()
+    snap = session.snapshot()
+    if snap is None or not changing(session, snap):
+        st.rerun(scope="app")  # the run ended or paused: redraw the whole page once (buttons, results)
+    run_and_compare(session, snap)
+
+
+def run_and_compare(session: ts.TrainingSession, snap: ts.RunSnapshot) -> None:
+    """The run, then the compare list, each in a container of its own: an element that appears in the
+    run (its first attention snapshot, its first evaluation) must not shift the overlay's charts, which
+    the browser would then draw anew instead of updating in place."""
+    with st.container():
+        run_section(session, snap)
+    with st.container():
+        compare.compare_section(session, snap)
+
+
+def changing(session: ts.TrainingSession, snap: ts.RunSnapshot) -> bool:
+    """True while the run changes by itself (queued or training) or an experiment's next run is due."""
+    return snap.live or session.queued_runs > 0
+
+
+def run_section(session: ts.TrainingSession, snap: ts.RunSnapshot) -> None:
+    sidebar_status(session, snap)
+    run_state(session, snap)
+    experiments.experiment_status(session)
+    metrics(snap)
+    charts.run_charts(snap)
+    if ts.debug_enabled():  # for bench/train_ui_overhead.py: the engine's own clock
+        st.caption(f"training-run-stats: state={snap.state} step={snap.step} elapsed_s={snap.elapsed_s:.3f}")
+    probe(snap)
+
+
+def sidebar_status(session: ts.TrainingSession, snap: ts.RunSnapshot) -> None:
+    """The sidebar's run status, from the snapshot this panel shows: on this page the sidebar and the
+    panel read one snapshot, and the live fragment redraws both (a fragment may write to the sidebar)."""
+    if snap.state == "idle":
+        return
+    with st.sidebar:
+        run_status.render(run_status.run_model_name(session), snap)
+
+
+def run_state(session: ts.TrainingSession, snap: ts.RunSnapshot) -> None:
+    cfg = snap.config
+    st.markdown(t("training.run.config", task=t(f"training.task_name.{cfg['task']}"),
+                  preset=trs.preset_name(cfg["preset"]), params=f"{snap.num_params:,}", device=snap.device,
+                  batch=cfg["batch_size"], warmup=cfg["warmup"], factor=f"{cfg['factor']:g}",
+                  eps=f"{cfg['label_smoothing']:g}", seed=cfg["seed"],
+                  variant=compare.differences(cfg, trs.VARIANT_FIELDS)))
+    if snap.state == "queued":
+        if snap.queue_position:
+            st.warning(t("training.run.queued", position=snap.queue_position, capacity=session.slots.capacity,
+                         waiting=snap.queue_waiting), icon=":material/hourglass_top:")
+        else:  # the instant before it joins the queue, or after it got a slot and before it trains
+            st.info(t("training.run.queued_no_place"), icon=":material/hourglass_top:")
+    elif snap.state == "running":
+        st.caption(t("training.run.running", device=snap.device))
+    elif snap.state == "paused":
+        st.info(t("training.run.paused"), icon=":material/pause:")
+        st.caption(t("training.paused_slot.given_back"))
+    elif snap.state == "failed":
+        reason = markdown_literal(snap.reason, FAILURE_REASON_LIMIT) or "?"
+        st.error(t("training.run.failed", step=snap.step, reason=reason), icon=":material/error:")
+        st.caption(t("training.run.failed_hint"))
+    elif snap.state == "finished":
+        if session.released and snap.reason == "stopped":
+            st.info(t("training.run.released"), icon=":material/link_off:")
+        else:
+            key = REASONS.get(snap.reason, "stopped")
+            st.success(t(f"training.run.finished_{key}", step=snap.step, seconds=int(cfg["max_seconds"])),
+                       icon=":material/flag:")
+    if not cfg["use_look_ahead_mask"]:
+        st.warning(cheat_text(snap, session.previous), icon=":material/visibility:")
+
+
+def cheat_text(snap: ts.RunSnapshot, previous: ts.RunSnapshot | None) -> str:
+    """What the cheating experiment shows, led by exact-match accuracy (where the runs differ), not the loss.
+
+    With a run before it that kept the look-ahead mask, and an accuracy measured for both, the
+    sentence starts with the two accuracies; otherwise it says to watch the accuracy.
+    """
+    masked = previous if previous is not None and previous.config["use_look_ahead_mask"] else None
+    if snap.accuracy is None or masked is None or masked.accuracy is None:
+        return t("training.cheat.explain")
+    return t("training.cheat.compare", accuracy=f"{snap.accuracy:.0%}", masked_accuracy=f"{masked.accuracy:.0%}",
+             loss=loss_text(snap.loss), masked_loss=loss_text(masked.loss))
+
+
+def loss_text(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "–"
+
+
+def metrics(snap: ts.RunSnapshot) -> None:
+    cols = st.columns(4)
+    cols[0].metric(t("training.metric.step", total=format_count(snap.max_steps)), format_count(snap.step))
+    cols[1].metric(t("training.metric.loss"), loss_text(snap.loss))
+    cols[2].metric(t("training.metric.accuracy"), f"{snap.accuracy:.0%}" if snap.accuracy is not None else "–")
+    speed = np.mean(snap.tokens_per_s[-20:]) if snap.tokens_per_s else None
+    cols[3].metric(t("training.metric.speed"), f"{speed:,.0f}" if speed is not None else "–")
+    duration = run_status.format_duration
+    if snap.eta_s is None:
+        text = t("training.metric.time_done", elapsed=duration(snap.elapsed_s))
+    else:
+        text = t("training.metric.time", elapsed=duration(snap.elapsed_s), eta=duration(snap.eta_s))
+    st.progress(min(snap.step / snap.max_steps, 1.0) if snap.max_steps else 0.0, text=text)
+
+
+def probe(snap: ts.RunSnapshot) -> None:
+    """The cross-attention of the run's fixed example, head by head: the newest snapshot while it
+    trains, any earlier one (a slider) once it is paused or over."""
+    st.subheader(t("training.probe.heading"))
+    if not snap.probes:
+        st.caption(t("training.probe.waiting"))
+        return
+    chosen_probe = chosen_snapshot(snap)
+    weights = chosen_probe.weights()  # (L, H, T, S)
+    L, H, T, S = weights.shape
+    layer = L - 1
+    if L > 1:
+        chosen = st.segmented_control(t("training.probe.layer"), list(range(L)), key=LAYER_KEY, required=True,
+                                      default=L - 1, format_func=lambda i: t("training.probe.layer_option", n=i + 1))
+        layer = chosen if chosen is not None else L - 1
+    task = snap.config["task"]
+    source = charts.probe_source_text(task, snap.probe_src_tokens)
+    st.markdown(t("training.probe.caption", step=chosen_probe.step, source=markdown_literal(source, 60),
+                  output=markdown_literal(chosen_probe.output, 60) or "∅"))
+    for h, column in enumerate(st.columns(H)):
+        with column:
+            charts.attention_head(weights[layer, h], snap.probe_src_tokens, snap.probe_tgt_tokens, h,
+                                  show_scale=h == H - 1)
+            scored = charts.head_score(weights[layer, h], task)
+            if scored is not None:
+                pattern, score = scored
+                st.caption(t(f"training.probe.score_{pattern}", score=f"{score:.2f}", uniform=f"{1 / S:.2f}"))
+    st.caption(t(f"training.probe.expect_{task}"))
+
+
+def chosen_snapshot(snap: ts.RunSnapshot):
+    """The attention snapshot to show: the newest while the run trains (a slider would fight the
+    refresh), else the one the history slider picks."""
+    steps = [p.step for p in snap.probes]
+    if snap.live or len(steps) < 2:
+        if snap.live:  # (from the first snapshot on: an element appearing later would remount the charts below)
+            st.caption(t("training.probe.pause_to_look_back"))
+        return snap.probes[-1]
+    if st.session_state.get(actions.PROBE_KEY) not in steps:
+        st.session_state[actions.PROBE_KEY] = steps[-1]
+    st.select_slider(t("training.probe.history"), steps, key=actions.PROBE_KEY, help=t("training.probe.history_help"))
+    return snap.probes[steps.index(st.session_state[actions.PROBE_KEY])]
+
+
+# ------------------------------------------------------------------ results
+
+
+def results(session: ts.TrainingSession) -> None:
+    """Samples, "use this model", download: once the run is paused or over and has trained.
+
+    Not for a failed run: its weights may be broken (a NaN loss, an exception halfway through an
+    update), so its model is neither shown answering nor offered for use or download; the run's
+    status says so (``training.run.failed_hint``).
+    """
+    status = session.status()
+    if status is None or status.step == 0 or status.live or status.state == "failed":
+        return
+    st.subheader(t("training.results.heading"))
+    samples(session, status.step)
+    use_and_download(session)
+    show_flash("results")
+
+
+def samples(session: ts.TrainingSession, step: int) -> None:
+    batch = st.session_state.get(SAMPLES_BATCH_KEY, 0)
+    answered = session.samples(step, batch)
+    table = pd.DataFrame({
+        t("training.results.source"): [s.source for s in answered],
+        t("training.results.target"): [s.target for s in answered],
+        t("training.results.output"): [s.output for s in answered],
+        t("training.results.correct"): ["✓" if s.correct else "✗" for s in answered],
+    })
+    st.dataframe(table, hide_index=True, width="stretch")
+    right = sum(s.correct for s in answered)
+    st.caption(t("training.results.summary", right=right, total=len(answered)))
+    st.button(t("training.results.more"), icon=":material/casino:", key="training.more_samples",
+              on_click=lambda: st.session_state.__setitem__(SAMPLES_BATCH_KEY, batch + 1))
+
+
+def use_and_download(session: ts.TrainingSession) -> None:
+    """A name for the model, "use it on the other pages", and the checkpoint file."""
+    default_name = ts.default_model_name(session.run.config.to_dict(), session.run_number)
+    if actions.NAME_KEY not in st.session_state or st.session_state.get(NAME_FOR_KEY) != session.run_number:
+        st.session_state[actions.NAME_KEY] = default_name
+        st.session_state[NAME_FOR_KEY] = session.run_number
+    a, b, c = st.columns([2, 2, 2], vertical_alignment="bottom")
+    with a:
+        st.text_input(t("training.use.name"), key=actions.NAME_KEY, max_chars=40, help=t("training.use.name_help"))
+    with b:
+        st.button(t("training.use.button"), type="primary", icon=":material/input:", key="training.use",
+                  on_click=actions.on_use)
+    with c:
+        name = st.session_state.get(actions.NAME_KEY) or default_name
+        st.download_button(t("training.download.button"), data=session.checkpoint_bytes,
+                           file_name=f"{ts.name_from_upload(name)}.pt",
+                           mime="application/octet-stream", on_click="ignore", icon=":material/download:",
+                           key="training.download", help=t("training.download.help"))
+
+
+def upload_section() -> None:
+    """Load a checkpoint file (validated by the engine) and select it on every page."""
+    with st.expander(t("training.upload.heading"), icon=":material/upload_file:"):
+        st.caption(t("training.upload.caption"))
+        st.file_uploader(t("training.upload.label"), key=actions.UPLOAD_KEY, on_change=actions.on_upload)
+        result = st.session_state.get(actions.UPLOAD_RESULT_KEY)
+        if result is None:
+            return
+        kind, key, args = result
+        if kind == "error":
+            st.error(t(key, **args), icon=":material/error:")
+        else:
+            st.success(t(key, **args), icon=":material/check_circle:")
 
 
 def things_to_try() -> None:
@@ -16,13 +418,13 @@ def things_to_try() -> None:
 st.title(t("training.title"))
 st.markdown(t("training.intro"))
 
-settings = panel.settings_form()
-session = session_training()
-panel.controls(session, settings)
-panel.suggested_experiments(session)
-panel.run_panel(session)
-panel.results(session)
-panel.upload_section()
+settings_form()
+session = ts.session_training()
+controls(session)
+experiments.experiments_section(session)
+run_panel(session)
+results(session)
+upload_section()
 things_to_try()
 
 tour_links("training")

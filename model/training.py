@@ -1,8 +1,10 @@
 """Training engine: a run that owns its model, optimizer and schedule, and trains in a thread.
 
-It knows nothing about Streamlit: a UI starts, pauses, resumes and stops it, and polls
-``snapshot()`` for plain Python data. The command line (``python -m model.train``) and the
-benchmarks drive the same object synchronously with ``train_until_done()``.
+It knows nothing about Streamlit or any other caller: there is one training loop,
+``train_until_done()``, which reports through callbacks (``add_callback("on_step_end", fn)``, as
+minGPT's trainer does). The command line (``python -m model.train``), the tests and the benchmarks
+run it in their own thread; a UI runs it in a daemon thread (``start()``), pauses, resumes and
+stops it, and polls ``status()``, ``metrics_since()`` or ``snapshot()`` for plain Python data.
 """
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import math
 import random
 import threading
 import time
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -21,7 +23,7 @@ import torch
 from model.checkpoint import save_checkpoint
 from model.config import MESSAGES as CONFIG_MESSAGES
 from model.config import InvalidConfig, Problem, TransformerConfig, dropout_problem, is_number, is_whole, size_problem
-from model.config import VARIANT_KINDS, variant_problem
+from model.config import FFN_KINDS, NORM_KINDS, POSITION_KINDS, VARIANT_KINDS, variant_problem
 from model.device import pick_device
 from model.layers import dropout_generator
 from model.loss import label_smoothed_cross_entropy
@@ -32,6 +34,7 @@ from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 from model.transformer import ForwardOptions, Transformer
 
 STATES = ("idle", "queued", "running", "paused", "finished", "failed")
+EVENTS = ("on_step_end",)  # what a callback can be added for (TrainingRun.add_callback)
 LIVE_STATES = ("queued", "running")  # the states that change without anyone clicking
 MODEL_PRESETS = {
     "tiny": dict(d_model=32, n_heads=2, n_layers=1, d_ff=64),
@@ -64,36 +67,88 @@ MESSAGES = {  # problem code -> English sentence; the model's own codes first (s
 }
 
 
+PAGE_MAX_STEPS = 20_000  # the Training page's step box goes this far (the engine allows MAX_STEPS)
+
+
+@dataclass(frozen=True)
+class PageSetting:
+    """How the Training page offers one :class:`TrainingConfig` field (the field's default is what the page opens with).
+
+    ``url`` is its query-string name (links already shared carry it: never rename one), ``key`` its
+    widget's session-state key, ``label`` and ``help`` the i18n keys of its label and help text;
+    ``choices`` are a choice's options, ``lo``/``hi`` a number's range and ``step`` its grid (for a
+    whole number, only the widget's +/- increment: a link may carry any whole number in range).
+    The ranges are the page's; the engine's own limits are :meth:`TrainingConfig.problem`'s.
+    """
+
+    url: str
+    key: str
+    label: str
+    help: str | None = None
+    choices: tuple = ()
+    lo: float | None = None
+    hi: float | None = None
+    step: float | None = None
+
+
+def setting(default: Any, **page: Any) -> Any:
+    """A :class:`TrainingConfig` field the Training page offers: its default and its :class:`PageSetting`."""
+    return field(default=default, metadata={"page": PageSetting(**page)})
+
+
 @dataclass(frozen=True)
 class TrainingConfig:
     """Everything that defines a run; the same config and seed replay the same loss history.
 
     The constructor refuses a config that cannot train (:class:`~model.config.InvalidConfig`
     naming the :meth:`problem`): this is the one place where training settings are checked.
+
+    The fields made with :func:`setting` are the Training page's settings, declared here once: their
+    defaults are what the page opens with (a small model that trains live on a shared CPU in about a
+    minute), and everything else the page needs (URL name, widget key, label, range) is their
+    :class:`PageSetting` (:data:`PAGE_SETTINGS`). They come first, in the order the page's compare
+    list names them. The command line (``python -m model.train``) has defaults of its own, the
+    shipped models' recipe (the small preset, batch 64, warmup 400, no step cap to speak of).
     """
 
-    task: str = "copy"
+    task: str = setting("copy", url="tr_task", key="training.task", label="training.settings.task",
+                        help="training.settings.task_help", choices=TASK_NAMES)
+    preset: str = setting("tiny", url="tr_size", key="training.preset", label="training.settings.preset",
+                          help="training.settings.preset_help", choices=tuple(MODEL_PRESETS))
+    # The model variants (see model.config.TransformerConfig): norm placement (post = the paper), norm, FFN, positions.
+    norm_first: bool = setting(False, url="tr_prenorm", key="training.norm_first",
+                               label="training.variant.norm_first.label", choices=(False, True))
+    norm_kind: str = setting("layer", url="tr_norm", key="training.norm_kind", label="training.variant.norm_kind.label",
+                             choices=NORM_KINDS)
+    ffn_kind: str = setting("relu", url="tr_ffn", key="training.ffn_kind", label="training.variant.ffn_kind.label",
+                            choices=FFN_KINDS)
+    position_kind: str = setting("sinusoidal", url="tr_pos", key="training.position_kind",
+                                 label="training.variant.position_kind.label", choices=POSITION_KINDS)
+    warmup: int = setting(200, url="tr_warmup", key="training.warmup", label="training.settings.warmup",
+                          help="training.settings.warmup_help", lo=1, hi=4000)
+    factor: float = setting(1.0, url="tr_factor", key="training.factor", label="training.settings.factor",
+                            help="training.settings.factor_help", lo=0.1, hi=5.0, step=0.1)
+    label_smoothing: float = setting(0.1, url="tr_eps", key="training.eps", label="training.settings.smoothing",
+                                     help="training.settings.smoothing_help", lo=0.0, hi=0.5, step=0.05)
+    batch_size: int = setting(32, url="tr_batch", key="training.batch", label="training.settings.batch",
+                              help="training.settings.batch_help", lo=1, hi=MAX_BATCH_SIZE, step=8)
+    seed: int = setting(0, url="tr_seed", key="training.seed", label="training.settings.seed",
+                        help="training.settings.seed_help", lo=0, hi=2**31 - 1, step=1)
+    max_steps: int = setting(600, url="tr_steps", key="training.steps", label="training.settings.steps",
+                             help="training.settings.steps_help", lo=1, hi=PAGE_MAX_STEPS, step=100)
+    use_padding_mask: bool = setting(True, url="tr_pad", key="training.pad", label="training.settings.padding",
+                                     help="training.settings.padding_help")
+    use_look_ahead_mask: bool = setting(True, url="tr_ahead", key="training.ahead", label="training.settings.look_ahead",
+                                        help="training.settings.look_ahead_help")
+    # What the page does not offer (it fixes these itself: ui.training.settings.Settings.to_config).
     task_min_len: int | None = None
     task_max_len: int | None = None
     task_alphabet: str | None = None
-    preset: str = "small"
     dropout: float = 0.1
-    norm_first: bool = False
-    norm_kind: str = "layer"  # the model variants: see model.config.TransformerConfig
-    ffn_kind: str = "relu"
-    position_kind: str = "sinusoidal"
-    batch_size: int = 64
-    warmup: int = 400
-    factor: float = 1.0
-    label_smoothing: float = 0.1
-    seed: int = 0
-    max_steps: int = 3000
     max_seconds: float = 300.0
     eval_every: int = 50
     eval_size: int = 200
     target_accuracy: float | None = None
-    use_padding_mask: bool = True
-    use_look_ahead_mask: bool = True
     probe_every: int = 50
     probe_source: str | None = None
 
@@ -161,6 +216,12 @@ class TrainingConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+# The Training page's settings in declaration order: field name -> (default, PageSetting).
+PAGE_SETTINGS: dict[str, tuple[Any, PageSetting]] = {
+    f.name: (f.default, f.metadata["page"]) for f in fields(TrainingConfig) if "page" in f.metadata
+}
 
 
 @dataclass(frozen=True)
@@ -238,6 +299,20 @@ class RunSnapshot(RunStatus):
         return self.elapsed_s / self.step * (self.max_steps - self.step)
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunMetrics(RunStatus):
+    """The status with only what the run recorded after a reader's last look (:meth:`TrainingRun.metrics_since`):
+    the per-step values of steps ``first_step``.., and the evaluations and probes past the counts it gave."""
+
+    elapsed_s: float
+    first_step: int  # the step of losses[0] (1-based)
+    losses: list[float]
+    lrs: list[float]
+    tokens_per_s: list[float]
+    evals: list[tuple[int, float]]
+    probes: list[ProbeAttention]
+
+
 @torch.inference_mode()
 def greedy_batch(model: Transformer, src: torch.Tensor, max_new: int, opts: ForwardOptions) -> torch.Tensor:
     """Greedy decoding of a whole batch at once: src (B, S) -> generated ids (B, <= max_new).
@@ -260,7 +335,7 @@ def greedy_batch(model: Transformer, src: torch.Tensor, max_new: int, opts: Forw
 
 
 class TrainingRun:
-    """One training run. ``start()`` trains in a daemon thread; ``train_until_done()`` in this one.
+    """One training run. ``train_until_done()`` trains in this thread; ``start()`` runs it in a daemon thread.
 
     Thread-safety: the training thread holds ``_lock`` while it changes the model or the
     history; ``snapshot()``, ``checkpoint_bytes()`` and the probe take the same lock.
@@ -290,6 +365,11 @@ class TrainingRun:
         )
         probe = config.probe_source or self.task.example
         self._probe = (probe, self.task.target_for(probe) or probe)
+        self.probe_src_tokens = self.tokenizer.token_strings(self.tokenizer.encode(self._probe[0]))
+        self.probe_tgt_tokens = self.target_tokenizer.token_strings(
+            self.target_tokenizer.encode(self._probe[1], add_bos=True))
+        self.num_params = self.model.num_params()
+        self._callbacks: dict[str, list[Callable[[TrainingRun], None]]] = {event: [] for event in EVENTS}
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
@@ -396,32 +476,50 @@ class TrainingRun:
             return "time cap reached"
         return None
 
-    # -- synchronous driving (CLI, benchmarks, tests) -----------------------------------------
+    # -- the training loop ----------------------------------------------------------------
+    def add_callback(self, event: str, callback: Callable[["TrainingRun"], None]) -> None:
+        """Call ``callback(run)`` at ``event`` (one of :data:`EVENTS`): "on_step_end" after every step,
+        its evaluation and probe. It runs in the training thread; an exception in it fails the run."""
+        self._callbacks[event].append(callback)
+
+    def _trigger(self, event: str) -> None:
+        for callback in self._callbacks[event]:
+            callback(self)
+
     def train_until_done(self) -> RunSnapshot:
-        """Train in the calling thread until a cap or the target accuracy; returns the final snapshot."""
-        self._set_state("running")
+        """The training loop: step until a cap, the target accuracy or :meth:`stop`; returns the final snapshot.
+
+        The command line, the tests and the benchmarks call it in their own thread; :meth:`start`
+        calls it in a daemon thread. Between steps it waits while the run is paused or queued for a
+        slot (a run without ``slots`` never queues); a failing step ends the run ("failed"), it
+        does not kill the caller's thread or process.
+        """
         try:
-            while True:
+            while self._wait_until_it_may_train():
                 t0 = time.perf_counter()
                 self.train_step()
                 self._after_step()
-                self._elapsed += time.perf_counter() - t0
+                with self._lock:
+                    self._elapsed += time.perf_counter() - t0
+                self._trigger("on_step_end")
                 reason = self._done_reason()
                 if reason:
                     self._set_state("finished", reason)
                     break
-        except Exception as exc:  # a failing step ends the run, it does not kill the caller's process
+        except Exception as exc:
             self._set_state("failed", _describe(exc))
+        finally:
+            self._give_slot_back()
         return self.snapshot()
 
-    # -- background thread ------------------------------------------------------------------
+    # -- the background thread ----------------------------------------------------------------
     def start(self) -> None:
         """Start training in a daemon thread (queued first when the slots are all taken)."""
         with self._lock:
             if self._thread is not None:
                 raise RuntimeError("This run has already been started; make a new run to train again.")
             self._state = "queued" if self._slots is not None else "running"
-            self._thread = threading.Thread(target=self._thread_main, name="training-run", daemon=True)
+            self._thread = threading.Thread(target=self.train_until_done, name="training-run", daemon=True)
         self._thread.start()
 
     def pause(self) -> None:
@@ -455,22 +553,6 @@ class TrainingRun:
     @property
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
-
-    def _thread_main(self) -> None:
-        try:
-            while self._wait_until_it_may_train():
-                t0 = time.perf_counter()
-                self.train_step()
-                self._after_step()
-                self._elapsed += time.perf_counter() - t0
-                reason = self._done_reason()
-                if reason:
-                    self._set_state("finished", reason)
-                    return
-        except Exception as exc:
-            self._set_state("failed", _describe(exc))
-        finally:
-            self._give_slot_back()
 
     def _wait_until_it_may_train(self) -> bool:
         """Block until the next step may run (True) or the run was stopped (False, state set).
@@ -521,11 +603,26 @@ class TrainingRun:
                 loss=self._losses[-1] if self._losses else None, elapsed_s=self._elapsed,
                 losses=list(self._losses), lrs=list(self._lrs),
                 tokens_per_s=list(self._tokens_per_s), evals=list(self._evals), probes=list(self._probes),
-                probe_src_tokens=self.tokenizer.token_strings(self.tokenizer.encode(self._probe[0])),
-                probe_tgt_tokens=self.target_tokenizer.token_strings(
-                    self.target_tokenizer.encode(self._probe[1], add_bos=True)),
+                probe_src_tokens=self.probe_src_tokens, probe_tgt_tokens=self.probe_tgt_tokens,
                 queue_position=position, queue_waiting=waiting,
-                device=str(self.device), num_params=self.model.num_params(), config=self.config.to_dict(),
+                device=str(self.device), num_params=self.num_params, config=self.config.to_dict(),
+            )
+
+    def metrics_since(self, step: int, evals: int = 0, probes: int = 0) -> RunMetrics:
+        """The status, and what the run recorded after its first ``step`` steps, ``evals`` evaluations
+        and ``probes`` probes: a live view asks only for what it has not drawn yet.
+
+        (Counts, not steps, for the evaluations and probes: step s's loss is recorded before its
+        evaluation, so a reader may see the step and only on its next look the evaluation.)
+        """
+        position, waiting = self._slots.place(self) if self._slots is not None else (0, 0)
+        with self._lock:
+            return RunMetrics(
+                state=self._state, reason=self._reason, step=self._step, max_steps=self.config.max_steps,
+                loss=self._losses[-1] if self._losses else None, elapsed_s=self._elapsed,
+                queue_position=position, queue_waiting=waiting, first_step=step + 1,
+                losses=self._losses[step:], lrs=self._lrs[step:], tokens_per_s=self._tokens_per_s[step:],
+                evals=self._evals[evals:], probes=self._probes[probes:],
             )
 
     def status(self) -> RunStatus:

@@ -19,7 +19,8 @@ from tests.app.apptest_helpers import clean, open_script, texts
 from model import training as engine
 from model.training import TrainingRun
 from ui.i18n import translate
-from ui.training import panel as view
+from ui.training import charts
+from ui.training import settings as trs
 from ui.training import session as ts
 from ui.training import status as training_status
 from ui.url_state import markdown_literal
@@ -116,7 +117,7 @@ def test_settings_are_mirrored_in_the_url_and_shape_the_peak(app):
         return found[0]
 
     assert f"{peak:.3g}" in worked(at) and "50^{-0.5}" in worked(at)
-    assert worked(at) == translate("training.schedule.peak_worked", "en", worked=view.worked_peak(64, 50, 1.0))
+    assert worked(at) == translate("training.schedule.peak_worked", "en", worked=charts.worked_peak(64, 50, 1.0))
     clean(at.slider(key="training.warmup").set_value(400).run())
     assert at.query_params["tr_warmup"] in ("400", ["400"])
     assert "400^{-0.5}" in worked(at)
@@ -129,8 +130,8 @@ def test_bad_settings_in_the_link_are_refused_with_a_message(app):
     at = open_training(app, tr_warmup="0", tr_batch="100000")
     toasts = texts(at.toast)
     assert len(toasts) == 2 and all("not valid here" in t for t in toasts)
-    assert at.slider(key="training.warmup").value == ts.Settings().warmup
-    assert at.number_input(key="training.batch").value == ts.Settings().batch_size
+    assert at.slider(key="training.warmup").value == trs.Settings().warmup
+    assert at.number_input(key="training.batch").value == trs.Settings().batch_size
     assert at.button(key="training.start").disabled is False
 
 
@@ -208,7 +209,7 @@ def test_the_run_keeps_going_on_another_page_and_the_sidebar_shows_it(app):
     time.sleep(1.0)
     clean(at.switch_page("app_pages/training.py").run())
     assert step_of(at) > before  # the same run, further on
-    assert at.slider(key="training.warmup").value == ts.Settings().warmup  # settings kept
+    assert at.slider(key="training.warmup").value == trs.Settings().warmup  # settings kept
     assert at.button(key="training.stop").disabled is False
 
 
@@ -307,7 +308,7 @@ def test_a_failing_run_says_why_offers_no_model_and_the_app_keeps_serving(app, m
     clean(at.button(key="training.start").click().run())
     reason = f"RuntimeError: {message}"
     on_page = translate("training.run.failed", "en", step=3,
-                        reason=markdown_literal(reason, view.FAILURE_REASON_LIMIT))
+                        reason=markdown_literal(reason, training_status.FAILURE_REASON_LIMIT))
     at = rerun_until(at, lambda a: on_page in texts(a.main.error))
     assert "*exploded*" not in on_page and r"\*exploded\*" in on_page  # the reason is shown literally
     assert wait_until(lambda: ts.alive_training_threads() == 0, 10)

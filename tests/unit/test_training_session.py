@@ -1,6 +1,6 @@
 """The training page's Streamlit side: run ownership (ui.training.session), the sidebar's status
-(ui.training.status), the engine's settings problems in words (ui.training.panel) and the planned
-curve's data (ui.training.charts).
+(ui.training.status), the settings derived from their one declaration and the engine's problems in
+words (ui.training.settings) and the planned curve's data (ui.training.charts).
 
 A run belongs to one browser session, is stopped when Streamlit releases that session's cache,
 never sees another session's run, and waits in the process-wide queue when the slots are full.
@@ -23,7 +23,8 @@ from model.run_slots import RunSlots
 from model.schedule import noam_lr
 from model.training import MAX_BATCH_SIZE, MAX_STEPS, MESSAGES, RunStatus, TrainingConfig, TrainingRun
 from ui.i18n import load_catalogs, translate
-from ui.training import charts, panel
+from ui.training import charts
+from ui.training import settings as trs
 from ui.training import session as ts
 from ui.training import status as training_status
 from tests.training_runs import FAST, long_config, wait_until
@@ -48,7 +49,7 @@ def test_limits_come_from_the_environment_with_safe_fallbacks():
 
 def test_page_settings_become_a_config_with_the_server_caps(monkeypatch):
     monkeypatch.setenv(ts.ENV_MAX_SECONDS, "42")
-    settings = ts.Settings(task="reverse", warmup=50, max_steps=400)
+    settings = trs.Settings(task="reverse", warmup=50, max_steps=400)
     assert settings.problem() is None
     config = settings.to_config()
     assert (config.task, config.warmup, config.max_steps, config.max_seconds) == ("reverse", 50, 400, 42.0)
@@ -71,13 +72,13 @@ def test_page_settings_become_a_config_with_the_server_caps(monkeypatch):
     ],
 )
 def test_bad_settings_are_refused_by_the_engine_with_a_translated_sentence(change, problem, monkeypatch):
-    settings = ts.Settings(**change)
+    settings = trs.Settings(**change)
     assert settings.problem() == problem  # the engine's own answer: the page checks nothing itself
-    key, args = panel.problem_message(problem)
+    key, args = trs.problem_message(problem)
     assert key == f"training.invalid.{problem.code}"
     for lang in ("en", "zh"):
-        monkeypatch.setattr(panel, "t", lambda k, **a: translate(k, lang, **a))
-        text = panel.problem_text(problem)
+        monkeypatch.setattr(trs, "t", lambda k, **a: translate(k, lang, **a))
+        text = trs.problem_text(problem)
         assert text == translate(key, lang, **args) and text != key  # exists and formats in both languages
 
 
@@ -95,7 +96,7 @@ def test_every_problem_the_engine_can_name_has_a_sentence_in_both_languages():
 
 
 def test_problem_values_from_user_text_are_escaped():
-    _, args = panel.problem_message(Problem("task", {"task": "*bold* [x](y)", "tasks": "copy"}))
+    _, args = trs.problem_message(Problem("task", {"task": "*bold* [x](y)", "tasks": "copy"}))
     assert args["task"] == markdown_literal("*bold* [x](y)") and r"\*bold\*" in args["task"]
 
 
@@ -114,9 +115,9 @@ def test_the_planned_curve_peaks_at_warmup_with_the_paper_formula():
 
 
 def test_the_worked_peak_and_latex_numbers():
-    assert panel.latex_number(0.0125) == "0.0125"
-    assert panel.latex_number(8.8388e-4) == r"8.84 \times 10^{-4}"
-    worked = panel.worked_peak(64, 50, 1.0)
+    assert charts.latex_number(0.0125) == "0.0125"
+    assert charts.latex_number(8.8388e-4) == r"8.84 \times 10^{-4}"
+    worked = charts.worked_peak(64, 50, 1.0)
     assert r"\mathrm{lr}_{\max}" in worked and "50^{-0.5}" in worked and f"{64 ** -0.5 * 50 ** -0.5:.3g}" in worked
 
 

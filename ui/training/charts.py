@@ -9,6 +9,7 @@ ticked in the compare list, one colour per run, with one legend for its three ch
 """
 from __future__ import annotations
 
+import functools
 import html
 from typing import Callable, Sequence
 
@@ -18,14 +19,26 @@ import streamlit as st
 
 from figures import training as fig
 from model.schedule import noam_lr
-from model.training import MODEL_PRESETS, RunSnapshot, loss_floor
+from model.tasks import get_task
+from model.training import MODEL_PRESETS, RunSnapshot, loss_floor, pattern_score
 from ui.i18n import t
+
+PATTERNS = {"copy": "diagonal", "reverse": "anti"}  # the attention line a task's perfect answer follows
 
 
 def planned_datasets(d_model: int, factor: float, max_steps: int,
                      curves: Sequence[tuple[str, int]]) -> dict[str, pa.Table]:
     """The ``curve`` and ``peak`` datasets of ``figures.training.lr_spec``: the Noam rate of each
-    ``(label, warmup)`` over 1..max_steps, and each peak the step cap lets a run reach."""
+    ``(label, warmup)`` over 1..max_steps, and each peak the step cap lets a run reach.
+
+    Computed once per settings (cached): the live panel redraws the run's planned curve once a
+    second, and the settings' curve is drawn on every rerun of the page. The tables are immutable."""
+    return dict(_planned_datasets(d_model, float(factor), max_steps, tuple((label, w) for label, w in curves)))
+
+
+@functools.lru_cache(maxsize=64)
+def _planned_datasets(d_model: int, factor: float, max_steps: int,
+                      curves: tuple[tuple[str, int], ...]) -> dict[str, pa.Table]:
     lines, peaks = [], []
     for label, warmup in curves:
         steps = fig.sampled_steps(max_steps, [warmup])
@@ -33,6 +46,23 @@ def planned_datasets(d_model: int, factor: float, max_steps: int,
         if warmup <= max_steps:
             peaks.append((label, warmup, noam_lr(warmup, d_model, warmup, factor)))
     return {"curve": fig.curve_table(lines), "peak": fig.peak_table(peaks)}
+
+
+def worked_peak(d_model: int, warmup: int, factor: float) -> str:
+    """The peak rate worked out in LaTeX: lr_max = factor · d_model^-0.5 · warmup^-0.5 = value."""
+    peak = noam_lr(warmup, d_model, warmup, factor)
+    return (rf"$\mathrm{{lr}}_{{\max}} = {factor:g}\cdot {d_model}^{{-0.5}}\cdot "
+            rf"{warmup}^{{-0.5}} = {latex_number(peak)}$")
+
+
+def latex_number(value: float, digits: int = 3) -> str:
+    """``value`` in LaTeX scientific notation, e.g. 1.25 \\times 10^{-2}."""
+    if value == 0 or not np.isfinite(value):
+        return f"{value:g}"
+    exponent = int(np.floor(np.log10(abs(value))))
+    if -2 <= exponent <= 2:
+        return f"{value:.{digits}g}"
+    return rf"{value / 10 ** exponent:.{digits}g} \times 10^{{{exponent}}}"
 
 
 def planned_chart(d_model: int, factor: float, max_steps: int, curves: Sequence[tuple[str, int]]) -> None:
@@ -109,6 +139,19 @@ def _speed_chart(snap: RunSnapshot, this: str) -> None:
                          series=[this])
     st.vega_lite_chart(fig.with_datasets(spec, speed=fig.series_table([(this, snap.tokens_per_s)], "speed")),
                        height=fig.CHART_HEIGHT, key="training.speed_chart")
+
+
+def probe_source_text(task: str, tokens: list[str]) -> str:
+    """The probe's source as it was typed: characters joined, words (a translation task's English) spaced."""
+    return (" " if get_task(task).source_tokenizer().unit == "word" else "").join(tokens)
+
+
+def head_score(weights: np.ndarray, task: str) -> tuple[str, float] | None:
+    """``(pattern, score)``: how much of one head's (T, S) weights lie on the line ``task``'s perfect
+    answer follows (``model.training.pattern_score``), or None for a task without one."""
+    pattern = PATTERNS.get(task)
+    score = pattern_score(weights, pattern) if pattern is not None else None
+    return (pattern, score) if score is not None else None
 
 
 def attention_head(weights: np.ndarray, src_tokens: Sequence[str], tgt_tokens: Sequence[str], head: int, *,

@@ -16,11 +16,9 @@ from model.training import RunSnapshot
 from ui.i18n import t
 from ui.training import charts
 from ui.training import session as ts
+from ui.training.settings import COMPARED_FIELDS, DEFAULTS
 from ui.training.status import STOPPED_REASONS, format_count, format_duration
 
-# The settings a run is described by, in the order the list names them (the task has a column of its own).
-COMPARED_FIELDS = ("preset", "norm_first", "norm_kind", "ffn_kind", "position_kind", "warmup", "factor",
-                   "label_smoothing", "batch_size", "seed", "max_steps", "use_padding_mask", "use_look_ahead_mask")
 _FLAGS = ("norm_first", "use_padding_mask", "use_look_ahead_mask")  # true / false settings
 _KINDS = ("norm_kind", "ffn_kind", "position_kind")  # settings named by their kind
 SHOW_KEY = "training.compare_show_{number}"
@@ -30,8 +28,7 @@ REMOVE_KEY = "training.compare_remove_{number}"
 def differing_fields(configs: Sequence[dict[str, Any]], fields: Sequence[str] = COMPARED_FIELDS) -> list[str]:
     """The ``fields`` whose value is not the same in all ``configs`` (an old config without a field
     counts as that field's default)."""
-    defaults = ts.Settings()
-    values = [{name: config.get(name, getattr(defaults, name)) for name in fields} for config in configs]
+    values = [{name: config.get(name, DEFAULTS[name]) for name in fields} for config in configs]
     return [name for name in fields if len({repr(v[name]) for v in values}) > 1]
 
 
@@ -51,9 +48,7 @@ def setting_text(name: str, value: Any) -> str:
 
 def differences(config: dict[str, Any], fields: Sequence[str]) -> str:
     """The values of ``fields`` in ``config``, as one comma-separated phrase ("" for none)."""
-    defaults = ts.Settings()
-    return t("training.compare.separator").join(
-        setting_text(name, config.get(name, getattr(defaults, name))) for name in fields)
+    return t("training.compare.separator").join(setting_text(name, config.get(name, DEFAULTS[name])) for name in fields)
 
 
 def run_label(run: ts.ComparedRun, fields: Sequence[str]) -> str:

@@ -17,6 +17,7 @@ import streamlit as st
 
 from ui.i18n import t
 from ui.training import session as ts
+from ui.training.settings import KEYS, Settings
 from ui.url_state import markdown_literal
 
 _FLASH_KEY = "_training.experiment_error"
@@ -32,9 +33,9 @@ class Experiment:
     runs: tuple[Mapping[str, Any], ...]
     seconds: int  # measured training time of one run on one CPU core
 
-    def settings(self) -> list[ts.Settings]:
+    def settings(self) -> list[Settings]:
         """The settings of each run, in the order they train."""
-        base = replace(ts.Settings(), **self.shared)
+        base = replace(Settings(), **self.shared)
         return [replace(base, **run) for run in self.runs]
 
 
@@ -61,11 +62,11 @@ def button_key(key: str) -> str:
     return f"training.experiment_{key}"
 
 
-def _on_experiment(key: str, widget_keys: Mapping[str, str]) -> None:
+def _on_experiment(key: str) -> None:
     """Set the page's widgets to the experiment's first run and queue all its runs."""
     experiment = BY_KEY[key]
     runs = experiment.settings()
-    for name, widget_key in widget_keys.items():
+    for name, widget_key in KEYS.items():
         st.session_state[widget_key] = getattr(runs[0], name)
     try:
         ts.session_training().start_queue([settings.to_config() for settings in runs], key)
@@ -73,7 +74,7 @@ def _on_experiment(key: str, widget_keys: Mapping[str, str]) -> None:
         st.session_state[_FLASH_KEY] = str(exc)
 
 
-def experiments_section(session: ts.TrainingSession, widget_keys: Mapping[str, str]) -> None:
+def experiments_section(session: ts.TrainingSession) -> None:
     """One button per suggested experiment, with what it compares and how long it takes."""
     with st.expander(t("training.experiment.heading"), icon=":material/science:", expanded=True):
         st.caption(t("training.experiment.caption"))
@@ -81,7 +82,7 @@ def experiments_section(session: ts.TrainingSession, widget_keys: Mapping[str, s
             with st.container(horizontal=True, vertical_alignment="center", key=f"training_exp_{experiment.key}"):
                 st.button(t(f"training.experiment.{experiment.key}.button"), key=button_key(experiment.key),
                           icon=":material/science:", disabled=session.live, on_click=_on_experiment,
-                          args=(experiment.key, widget_keys))
+                          args=(experiment.key,))
                 st.markdown(t(f"training.experiment.{experiment.key}.what", runs=len(experiment.runs),
                               seconds=experiment.seconds, steps=experiment.shared["max_steps"]), width="stretch")
         error = st.session_state.pop(_FLASH_KEY, None)

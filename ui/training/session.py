@@ -18,8 +18,8 @@ at most ``TP_MAX_TRAINING_RUNS`` (default: the CPU cores) train at once, the res
 arrival order. A paused run holds no slot: it gives its slot back (or leaves the queue) and
 queues again on Resume. Each run has a step cap (a page setting) and a time cap
 (``TP_TRAINING_MAX_SECONDS``, seconds of training: time spent paused or queued does not count).
-The page's :class:`Settings` are checked by the engine alone (:meth:`Settings.problem` is
-``TrainingConfig.problem``). Two sessions never share a run; a run
+The page's settings (:mod:`ui.training.settings`) are checked by the engine alone. Two sessions
+never share a run; a run
 never touches the shared pretrained models (a model "used on the other pages" is a copy loaded
 from the run's checkpoint).
 A run that failed (an exception in a step, a loss that became NaN) hands out no checkpoint: its
@@ -42,9 +42,8 @@ import streamlit as st
 
 from model.checkpoint import MESSAGES as CHECKPOINT_MESSAGES
 from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
-from model.config import InvalidConfig, Problem
 from model.run_slots import RunSlots
-from model.training import RunSnapshot, RunStatus, TrainingConfig, TrainingRun
+from model.training import RunMetrics, RunSnapshot, RunStatus, TrainingConfig, TrainingRun
 
 _log = logging.getLogger(__name__)
 
@@ -54,9 +53,7 @@ ENV_THREADS = "TP_TRAINING_THREADS"
 ENV_DEBUG = "TP_TRAINING_DEBUG"
 THREAD_NAME = "training-run"  # the name model.training gives every run's thread
 DEFAULT_MAX_SECONDS = 300.0
-PAGE_MAX_STEPS = 20_000  # the step widget's maximum (the engine allows more)
 SAMPLE_COUNT = 8
-EVAL_SIZE = 100  # held-out examples answered greedily at each evaluation
 MAX_COMPARED = 8  # runs a session's compare list keeps (the oldest is dropped, with a note)
 QUEUE_THREAD_NAME = "training-queue"  # the thread that starts an experiment's next run
 QUEUE_POLL_S = 0.1
@@ -135,50 +132,6 @@ def debug_enabled(environ: Mapping[str, str] = os.environ) -> bool:
     return environ.get(ENV_DEBUG, "") not in ("", "0", "false")
 
 
-# ------------------------------------------------------------------ settings
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the page lets a visitor choose; :meth:`to_config` adds the server's fixed knobs."""
-
-    task: str = "copy"
-    preset: str = "tiny"
-    batch_size: int = 32
-    warmup: int = 200
-    factor: float = 1.0
-    label_smoothing: float = 0.1
-    seed: int = 0
-    max_steps: int = 600
-    use_padding_mask: bool = True
-    use_look_ahead_mask: bool = True
-    norm_first: bool = False  # the model variant: norm placement (post = the paper), norm, FFN, positions
-    norm_kind: str = "layer"
-    ffn_kind: str = "relu"
-    position_kind: str = "sinusoidal"
-
-    def to_config(self, max_seconds: float | None = None) -> TrainingConfig:
-        """The engine's config (:class:`~model.config.InvalidConfig` when the engine refuses these settings)."""
-        return TrainingConfig(
-            task=self.task, preset=self.preset, batch_size=self.batch_size, warmup=self.warmup,
-            factor=self.factor, label_smoothing=self.label_smoothing, seed=self.seed, max_steps=self.max_steps,
-            max_seconds=max_seconds if max_seconds is not None else max_run_seconds(),
-            use_padding_mask=self.use_padding_mask, use_look_ahead_mask=self.use_look_ahead_mask,
-            norm_first=self.norm_first, norm_kind=self.norm_kind, ffn_kind=self.ffn_kind,
-            position_kind=self.position_kind,
-            eval_every=min(max(self.max_steps // 20, 10), 100), eval_size=EVAL_SIZE,
-            probe_every=min(max(self.max_steps // 40, 5), 50),
-        )
-
-    def problem(self) -> Problem | None:
-        """Why the engine would refuse these settings (``TrainingConfig.problem``), or None if they can train."""
-        try:
-            self.to_config()
-        except InvalidConfig as exc:
-            return exc.problem
-        return None
-
-
 # ------------------------------------------------------------------ one session's runs
 
 
@@ -228,6 +181,42 @@ def curves_only(snap: RunSnapshot) -> RunSnapshot:
     return replace(snap, probes=[])
 
 
+class _Drawn:
+    """The current run's history as this session has read it: each look asks the run only for what
+    it recorded since the last one (``TrainingRun.metrics_since``) instead of a copy of it all.
+
+    The lists only grow, and only while their run trains; a new run gets a new ``_Drawn``.
+    """
+
+    def __init__(self, run: TrainingRun) -> None:
+        self.run = run
+        self.losses: list[float] = []
+        self.lrs: list[float] = []
+        self.tokens_per_s: list[float] = []
+        self.evals: list[tuple[int, float]] = []
+        self.probes: list = []
+        self.config = run.config.to_dict()
+        self._lock = threading.Lock()
+
+    def snapshot(self) -> RunSnapshot:
+        """The run now: its status and everything recorded so far (the new part read from the run)."""
+        with self._lock:
+            new: RunMetrics = self.run.metrics_since(len(self.losses), len(self.evals), len(self.probes))
+            self.losses += new.losses
+            self.lrs += new.lrs
+            self.tokens_per_s += new.tokens_per_s
+            self.evals += new.evals
+            self.probes += new.probes
+            run = self.run
+            return RunSnapshot(
+                state=new.state, reason=new.reason, step=new.step, max_steps=new.max_steps, loss=new.loss,
+                queue_position=new.queue_position, queue_waiting=new.queue_waiting, elapsed_s=new.elapsed_s,
+                losses=self.losses, lrs=self.lrs, tokens_per_s=self.tokens_per_s, evals=self.evals,
+                probes=self.probes, probe_src_tokens=run.probe_src_tokens, probe_tgt_tokens=run.probe_tgt_tokens,
+                device=str(run.device), num_params=run.num_params, config=self.config,
+            )
+
+
 @dataclass
 class TrainingSession:
     """The runs of one browser session: the current one, the compare list of this session's runs
@@ -252,6 +241,7 @@ class TrainingSession:
     _queue: list[TrainingConfig] = field(default_factory=list)
     _queue_cancel: threading.Event | None = None
     _samples: dict[tuple[int, int, int], list[Sample]] = field(default_factory=dict)
+    _drawn: _Drawn | None = None  # the current run's history as read so far
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _start_lock: threading.Lock = field(default_factory=threading.Lock)  # one start at a time
 
@@ -353,7 +343,7 @@ class TrainingSession:
         with self._lock:
             if self.run is not None:
                 self.run.stop()
-            self.run = None
+            self.run = self._drawn = None
             self._listed.clear()
             self.experiment, self.dropped = None, ()
             self._samples.clear()
@@ -373,8 +363,19 @@ class TrainingSession:
 
     # -- reading -------------------------------------------------------------------------------
     def snapshot(self) -> RunSnapshot | None:
+        """The current run now (None before the first): the run is asked only for the metrics since
+        the step this session last read; the curves read before are kept here, so a page that
+        redraws once a second does not copy the whole history each time.
+
+        The snapshot's lists are this session's and grow while the run trains: a reader that keeps
+        one past the next call takes a copy (the compare list keeps only finished runs' curves)."""
         run = self.run
-        return run.snapshot() if run is not None else None
+        if run is None:
+            return None
+        drawn = self._drawn
+        if drawn is None or drawn.run is not run:
+            drawn = self._drawn = _Drawn(run)
+        return drawn.snapshot()
 
     def status(self) -> RunStatus | None:
         """State, step, last loss and queue place of the current run, without its history (cheap)."""

@@ -31,6 +31,7 @@ from ui.url_state import markdown_literal
 REFRESH_SECONDS = 1.0
 STOPPED_REASONS = {"stopped": "stopped", "stopped before it started": "stopped_queued"}  # engine reason -> key
 REASON_LIMIT = 160  # characters of a failure's reason shown in the sidebar (the training page shows more)
+FAILURE_REASON_LIMIT = 600  # characters of a failed run's reason shown on the training page (escaped, shown literally)
 
 
 def format_count(n: int) -> str:
@@ -121,7 +122,7 @@ def sidebar_status() -> None:
     """Render the run's status where it is called (the sidebar does so on every page but training).
 
     The training page draws it itself, into the sidebar, from the very snapshot its live panel shows
-    (:func:`ui.training.panel.run_panel`): one source for both, refreshed together.
+    (``app_pages/training.py``): one source for both, refreshed together.
     """
     current = current_run()
     if _changing(current):
