@@ -69,7 +69,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def page_settings(args: argparse.Namespace):
-    from ui.training.session import Settings
+    from ui.training.settings import Settings
 
     return Settings(task=args.task, preset=args.preset, batch_size=args.batch_size, warmup=args.warmup,
                     max_steps=args.steps)

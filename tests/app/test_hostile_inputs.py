@@ -41,7 +41,7 @@ from explain import norm_placement as npl
 from explain import positional as pv
 from explain import residual as rv
 from explain import tokens as tv
-from ui.training import panel as trv
+from ui.training import settings as trs
 from ui.head_set import HeadSetParam
 from ui.i18n import LANGS, translate
 from ui.tour import TOUR
@@ -179,8 +179,9 @@ SETTINGS = [
         ChoiceParam("dec_topk", "all", choices=dv.TOP_K_CHOICES), IntParam("dec_seed", 0, lo=0, hi=9999),
     ), {"dec_view": "compare"}),
     Settings("training", "app_pages/training.py", (
-        MODEL, trv.TASK, trv.PRESET, trv.BATCH, trv.WARMUP, trv.COMPARE, trv.FACTOR, trv.SMOOTHING, trv.SEED,
-        trv.STEPS, trv.PADDING, trv.LOOK_AHEAD,
+        MODEL, *(trs.PARAMS[name] for name in ("task", "preset", "batch_size", "warmup")), trs.COMPARE,
+        *(trs.PARAMS[name] for name in ("factor", "label_smoothing", "seed", "max_steps", "use_padding_mask",
+                                        "use_look_ahead_mask")),
     )),
     # The pages below define their params in the page file (a script, not importable): their choices come
     # from explain/ where it has them.

@@ -339,8 +339,8 @@ def test_the_tiny_model_learns_a_translation_task_in_a_few_hundred_steps(task):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        run = TrainingRun(TrainingConfig(task=task, preset="tiny", dropout=0.0, max_steps=400, eval_every=400,
-                                         eval_size=100, max_seconds=600, seed=0))
+        run = TrainingRun(TrainingConfig(task=task, preset="tiny", dropout=0.0, batch_size=64, warmup=400,
+                                         max_steps=400, eval_every=400, eval_size=100, max_seconds=600, seed=0))
         run.start()
         while run.status().state in ("queued", "running"):
             time.sleep(0.2)
