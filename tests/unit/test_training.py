@@ -243,3 +243,54 @@ def test_status_is_the_snapshot_without_the_history():
     snap = run.train_until_done()
     status = run.status()
     assert (status.state, status.reason, status.step, status.loss) == (snap.state, snap.reason, 5, snap.losses[-1])
+
+
+# ------------------------------------------------------------------ one loop, callbacks, reading what is new
+
+
+def test_the_one_loop_reports_through_callbacks_and_a_callback_can_stop_it():
+    run = TrainingRun(TrainingConfig(max_steps=100_000, **FAST), device="cpu")
+    seen = []
+    run.add_callback("on_step_end", lambda r: seen.append((r.status().step, r.status().state)))
+    run.add_callback("on_step_end", lambda r: r.stop(timeout=0) if r.status().step == 3 else None)
+    snap = run.train_until_done()
+    assert seen == [(1, "running"), (2, "running"), (3, "running")]
+    assert (snap.state, snap.reason, snap.step) == ("finished", "stopped", 3)
+    with pytest.raises(KeyError):
+        run.add_callback("on_batch_end", print)  # only the events the loop triggers
+
+
+def test_the_thread_runs_the_same_loop_and_its_callbacks():
+    run = TrainingRun(TrainingConfig(max_steps=4, **FAST), device="cpu")
+    threads = []
+    run.add_callback("on_step_end", lambda r: threads.append(threading.current_thread().name))
+    run.start()
+    assert wait_until(lambda: not run.alive)
+    assert threads == ["training-run"] * 4 and run.snapshot().reason == "step cap reached"
+
+
+def test_a_failing_callback_fails_the_run_not_the_caller():
+    run = TrainingRun(TrainingConfig(max_steps=10, **FAST), device="cpu")
+    run.add_callback("on_step_end", lambda r: 1 / 0)
+    snap = run.train_until_done()
+    assert snap.state == "failed" and snap.step == 1 and "ZeroDivisionError" in snap.reason
+
+
+def test_metrics_since_hands_over_only_what_is_new_and_adds_up_to_the_snapshot():
+    run = TrainingRun(TrainingConfig(max_steps=23, **FAST), device="cpu")  # evaluations at 10, 20; probes 1, 5, ...
+    pieces = []
+    run.add_callback("on_step_end", lambda r: pieces.append(r.status().step) if r.status().step % 7 == 0 else None)
+    snap = run.train_until_done()
+    losses, lrs, evals, probes = [], [], [], []
+    for cut in [*pieces, snap.step]:  # read in pieces after the fact: steps 1-7, 8-14, 15-21, 22-23
+        new = run.metrics_since(len(losses), len(evals), len(probes))
+        assert new.first_step == len(losses) + 1 and new.step == snap.step
+        losses += new.losses[: cut - len(losses)]
+        lrs += new.lrs[: cut - len(lrs)]
+        evals += [e for e in new.evals if e[0] <= cut]
+        probes += [p for p in new.probes if p.step <= cut]
+    assert losses == snap.losses and lrs == snap.lrs and evals == snap.evals
+    assert [p.step for p in probes] == [p.step for p in snap.probes]
+    nothing = run.metrics_since(snap.step, len(snap.evals), len(snap.probes))
+    assert nothing.losses == nothing.lrs == nothing.tokens_per_s == nothing.evals == nothing.probes == []
+    assert (nothing.state, nothing.reason, nothing.loss) == ("finished", "step cap reached", snap.loss)

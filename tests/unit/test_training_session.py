@@ -381,3 +381,77 @@ def test_upload_names_are_tidy_and_never_a_shipped_name(monkeypatch):
     assert ts.model_name_problem("  ")[0] == "training.use.bad_name"
     assert ts.model_name_problem("x" * 41)[0] == "training.use.bad_name"
     assert ts.model_name_problem("copy-tiny-1") is None
+
+
+# ------------------------------------------------------------------ one declaration per setting
+
+
+def test_every_page_setting_is_declared_once_and_the_rest_is_derived_from_it():
+    engine = TrainingConfig()
+    defaults = trs.Settings()
+    for name in trs.SPECS:
+        assert getattr(defaults, name) == getattr(engine, name) == trs.DEFAULTS[name] == trs.PARAMS[name].default
+        assert trs.PARAMS[name].accepts(trs.DEFAULTS[name]), name
+    assert trs.Settings().to_config().problem() is None
+    assert trs.COMPARED_FIELDS == tuple(name for name in trs.SPECS if name != "task")
+    # What a visitor sees on a fresh visit is what the page opened with before the settings were declared once.
+    assert (engine.task, engine.preset, engine.batch_size, engine.warmup, engine.max_steps) == ("copy", "tiny", 32, 200, 600)
+
+
+def test_shared_links_keep_their_parameter_names_and_widgets_their_keys():
+    assert {name: param.name for name, param in trs.PARAMS.items()} == {
+        "task": "tr_task", "preset": "tr_size", "norm_first": "tr_prenorm", "norm_kind": "tr_norm",
+        "ffn_kind": "tr_ffn", "position_kind": "tr_pos", "warmup": "tr_warmup", "factor": "tr_factor",
+        "label_smoothing": "tr_eps", "batch_size": "tr_batch", "seed": "tr_seed", "max_steps": "tr_steps",
+        "use_padding_mask": "tr_pad", "use_look_ahead_mask": "tr_ahead",
+    }
+    assert trs.COMPARE.name == "tr_cmp"
+    assert trs.KEYS["batch_size"] == "training.batch" and trs.KEYS["max_steps"] == "training.steps"
+    assert trs.PARAMS["batch_size"].parse("32") == 32  # a whole number's step is its widget's increment only
+    assert trs.PARAMS["factor"].parse("0.33") == pytest.approx(0.3)  # a slider's grid
+
+
+def test_every_declared_label_and_help_exists_in_both_languages():
+    catalogs = load_catalogs()
+    for name, spec in trs.SPECS.items():
+        for key in filter(None, (spec.label, spec.help)):
+            assert all(catalogs[lang].get(key) for lang in ("en", "zh")), (name, key)
+
+
+def test_the_command_line_keeps_its_own_explicit_defaults():
+    from model.train import parse_args
+
+    args = parse_args([])
+    assert (args.preset, args.batch_size, args.warmup, args.eval_size) == ("small", 64, 400, 1000)
+
+
+# ------------------------------------------------------------------ the live panel reads only what is new
+
+
+def test_the_session_snapshot_reads_only_new_metrics_and_matches_the_run(sessions, monkeypatch):
+    session = sessions()
+    session.start(TrainingConfig(**{**FAST, "max_steps": 30}))
+    asked = []
+    real = TrainingRun.metrics_since
+    monkeypatch.setattr(TrainingRun, "metrics_since",
+                        lambda self, *args: asked.append(args) or real(self, *args))
+    looks = []
+    while session.live:
+        looks.append(session.snapshot().step)
+        time.sleep(0.05)
+    snap, full = session.snapshot(), session.run.snapshot()
+    assert snap.step == full.step == 30 and len(asked) == len(looks) + 1
+    assert [a[0] for a in asked] == sorted(a[0] for a in asked)  # each look asks from where the last one ended
+    assert all(a[0] >= prev for a, prev in zip(asked[1:], looks))
+    for name in ("losses", "lrs", "tokens_per_s", "evals", "probe_src_tokens", "probe_tgt_tokens", "config"):
+        assert getattr(snap, name) == getattr(full, name), name
+    assert [p.step for p in snap.probes] == [p.step for p in full.probes]
+    assert (snap.state, snap.reason, snap.num_params, snap.device) == (full.state, full.reason, full.num_params,
+                                                                       full.device)
+
+
+def test_the_planned_schedule_is_computed_once_per_settings():
+    curves = (("a", 400), ("b", 800))
+    first, again = charts.planned_datasets(32, 1.0, 3000, curves), charts.planned_datasets(32, 1.0, 3000, list(curves))
+    assert first["curve"] is again["curve"] and first["peak"] is again["peak"]
+    assert charts.planned_datasets(32, 1.0, 2000, curves)["curve"] is not first["curve"]
