@@ -47,7 +47,7 @@ def setting_widget(widget, name: str, **options):
     key = bind(trs.PARAMS[name], key=spec.key)
     args = (spec.choices,) if spec.choices else (spec.lo, spec.hi) if spec.lo is not None else ()
     declared = {"step": spec.step} if spec.step is not None else {}
-    if spec.help:
+    if spec.help and "help" not in options:
         declared["help"] = t(spec.help)
     return widget(t(spec.label), *args, key=key, **{**declared, **options})
 

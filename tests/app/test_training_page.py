@@ -19,7 +19,7 @@ from tests.app.apptest_helpers import clean, open_script, texts
 from model import training as engine
 from model.training import TrainingRun
 from ui.i18n import translate
-from ui.training import charts
+from ui.training import charts as training_charts
 from ui.training import settings as trs
 from ui.training import session as ts
 from ui.training import status as training_status
@@ -117,7 +117,7 @@ def test_settings_are_mirrored_in_the_url_and_shape_the_peak(app):
         return found[0]
 
     assert f"{peak:.3g}" in worked(at) and "50^{-0.5}" in worked(at)
-    assert worked(at) == translate("training.schedule.peak_worked", "en", worked=charts.worked_peak(64, 50, 1.0))
+    assert worked(at) == translate("training.schedule.peak_worked", "en", worked=training_charts.worked_peak(64, 50, 1.0))
     clean(at.slider(key="training.warmup").set_value(400).run())
     assert at.query_params["tr_warmup"] in ("400", ["400"])
     assert "400^{-0.5}" in worked(at)
@@ -184,6 +184,13 @@ def test_sidebar_and_panel_show_one_step_written_the_same_way(app, monkeypatch):
                                                                                 step=real_status(self).step + shift))
     monkeypatch.setattr(TrainingRun, "snapshot", lambda self: dataclasses.replace(real_snapshot(self),
                                                                                   step=real_snapshot(self).step + shift))
+    real_metrics = TrainingRun.metrics_since  # what the page's live panel reads
+
+    def shifted_metrics(self, *args):
+        metrics = real_metrics(self, *args)
+        return dataclasses.replace(metrics, step=metrics.step + shift)
+
+    monkeypatch.setattr(TrainingRun, "metrics_since", shifted_metrics)
     at = start(open_training(app, tr_steps=LONG))
     clean(at.button(key="training.pause").click().run())
 
