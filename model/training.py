@@ -370,7 +370,8 @@ class TrainingRun:
             self.target_tokenizer.encode(self._probe[1], add_bos=True))
         self.num_params = self.model.num_params()
         self._callbacks: dict[str, list[Callable[[TrainingRun], None]]] = {event: [] for event in EVENTS}
-        self._lock = threading.Lock()
+        # Re-entrant: the command line's Ctrl-C handler calls stop() in the thread that trains, maybe inside a step's lock.
+        self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
         self._state, self._reason = "idle", ""

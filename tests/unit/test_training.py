@@ -294,3 +294,20 @@ def test_metrics_since_hands_over_only_what_is_new_and_adds_up_to_the_snapshot()
     nothing = run.metrics_since(snap.step, len(snap.evals), len(snap.probes))
     assert nothing.losses == nothing.lrs == nothing.tokens_per_s == nothing.evals == nothing.probes == []
     assert (nothing.state, nothing.reason, nothing.loss) == ("finished", "step cap reached", snap.loss)
+
+
+def test_stop_may_come_from_the_training_thread_inside_a_step():
+    """The command line's Ctrl-C handler runs stop() in the thread that trains, perhaps while it holds the lock."""
+    run = TrainingRun(TrainingConfig(max_steps=10, **FAST), device="cpu")
+    done = threading.Event()
+
+    def interrupted_inside_a_step():
+        with run._lock:
+            run.stop(timeout=0)
+        done.set()
+
+    worker = threading.Thread(target=interrupted_inside_a_step, daemon=True)
+    worker.start()
+    worker.join(5)
+    assert done.is_set()
+    assert run.train_until_done().reason == "stopped before it started"
