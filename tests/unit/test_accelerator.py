@@ -130,7 +130,7 @@ def test_shipped_model_decodes_the_same_on_the_device(device, task):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_training_on_the_device_learns_and_its_checkpoint_loads_on_the_cpu(device):
-    cfg = TrainingConfig(task="copy", task_max_len=5, preset="tiny", batch_size=32, eval_every=50,
+    cfg = TrainingConfig(task="copy", task_max_len=5, preset="tiny", batch_size=32, warmup=400, eval_every=50,
                          eval_size=50, probe_every=25, max_steps=150, max_seconds=120)
     run = TrainingRun(cfg, device=device)
     snap = run.train_until_done()
