@@ -272,6 +272,7 @@ def decode_loop(
     trace: Trace | None = None,
     use_cache: bool = True,
     should_stop: StopCheck | None = None,
+    cache: DecoderCache | None = None,
 ) -> torch.Tensor:
     """THE decoder loop: run the decoder, let ``pick`` choose, append; at most ``max_steps`` steps.
 
@@ -280,9 +281,13 @@ def decode_loop(
     row (and, when ``opts.need_weights``, the attention); its :class:`Pick` says what to append and
     to which rows. With ``use_cache`` (and :func:`cache_is_exact`) the decoder computes only the new
     position; the cache and the rows follow ``Pick.rows``. Returns the final (B', t) prefixes.
+    ``cache``: an empty DecoderCache to use (so the caller can look into it), else a new one.
     Runs under the caller's no-grad / inference mode.
     """
-    cache = DecoderCache.empty(model.config.n_layers) if use_cache and cache_is_exact(opts, trace) else None
+    if not (use_cache and cache_is_exact(opts, trace)):
+        cache = None
+    elif cache is None:
+        cache = DecoderCache.empty(model.config.n_layers)
     if encoded.memory.size(0) != prefixes.size(0):
         encoded = _repeat(encoded, prefixes.size(0))
     triangle = None
@@ -345,6 +350,55 @@ def greedy_ids(
         out = decode_loop(model, encoded, start, max_new, pick, opts=fast, trace=trace, use_cache=use_cache,
                           should_stop=should_stop)
     return out[:, 1:]
+
+
+@dataclass(frozen=True)
+class CacheStep:
+    """What one step of greedy decoding computed and reused, in key/value pairs summed over the layers.
+
+    One pair is one position's key and value in one attention of one layer. With the cache,
+    self-attention computes the newest position's pair and reuses the earlier ones; cross-attention
+    computes the memory's S pairs at the first step and reuses them after. Without it, every step
+    computes all t + S pairs per layer again (``uncached``).
+    """
+
+    step: int  # 1-based
+    token: int  # the token written at this step
+    self_computed: int
+    self_reused: int
+    cross_computed: int
+    cross_reused: int
+    uncached: int  # pairs the same step computes without the cache
+
+
+def cache_usage(model: Transformer, src_ids: Sequence[int], *, max_len: int, bos_id: int = DEFAULT_BOS_ID,
+                eos_id: int = DEFAULT_EOS_ID) -> list[CacheStep]:
+    """Greedy decoding of ``src_ids`` with the cache, read off the cache itself after every step."""
+    _check_model(model)
+    src = _check_source(model, src_ids)
+    _check_max_len(model, max_len)
+    opts = ForwardOptions(need_weights=False)
+    cache = DecoderCache.empty(model.config.n_layers)
+    rows: list[CacheStep] = []
+    before = {"self": [0] * model.config.n_layers, "cross": [0] * model.config.n_layers}
+
+    def pick(step: _StepOutput) -> Pick:
+        self_now = [c.length for c in cache.self_attn]
+        cross_now = [c.length for c in cache.cross_attn]
+        chosen = int(step.logprobs[0].argmax())
+        rows.append(CacheStep(
+            step=len(rows) + 1, token=chosen,
+            self_computed=sum(n - b for n, b in zip(self_now, before["self"])), self_reused=sum(before["self"]),
+            cross_computed=sum(n - b for n, b in zip(cross_now, before["cross"])), cross_reused=sum(before["cross"]),
+            uncached=sum(self_now) + sum(cross_now),
+        ))
+        before["self"], before["cross"] = self_now, cross_now
+        return Pick(torch.tensor([chosen]), stop=chosen == eos_id)
+
+    with torch.inference_mode():
+        start = torch.tensor([[bos_id]], dtype=torch.long, device=model.device)
+        decode_loop(model, _encode(model, src, opts), start, max_len, pick, opts=opts, cache=cache)
+    return rows
 
 
 def _make_step(
