@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from explain.attention import attention_view
+from explain.attention import attention_view, greedy_answer
 from model.translation import PronounClause, chinese, english
 
 PAIR: tuple[PronounClause, PronounClause] = (PronounClause("cat", "cross", "road", "tired"),
@@ -87,7 +87,7 @@ def _case(ckpt, clause: PronounClause) -> PronounCase:
     sentence, expected = english(clause), chinese(clause)
     referent, other = (clause.animal, clause.obj) if clause.refers_to_animal else (clause.obj, clause.animal)
     named = expected.split("因为", 1)[1].split("太", 1)[0]
-    answer = attention_view(ckpt, sentence).answer
+    answer = greedy_answer(ckpt, sentence)
     return PronounCase(sentence, expected, answer, referent, other, named)
 
 

@@ -29,7 +29,7 @@ from model.run_slots import RunSlots
 from model.schedule import noam_lr, noam_scheduler
 from model.tasks import TASK_NAMES, Task, batch_from_pairs, make_task
 from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
-from model.transformer import ForwardOptions, Transformer
+from model.transformer import EncoderOutput, ForwardOptions, Transformer
 
 STATES = ("idle", "queued", "running", "paused", "finished", "failed")
 LIVE_STATES = ("queued", "running")  # the states that change without anyone clicking
@@ -239,13 +239,15 @@ class RunSnapshot(RunStatus):
 
 
 @torch.inference_mode()
-def greedy_batch(model: Transformer, src: torch.Tensor, max_new: int, opts: ForwardOptions) -> torch.Tensor:
+def greedy_batch(model: Transformer, src: torch.Tensor, max_new: int, opts: ForwardOptions,
+                 encoded: EncoderOutput | None = None) -> torch.Tensor:
     """Greedy decoding of a whole batch at once: src (B, S) -> generated ids (B, <= max_new).
 
-    The encoder runs once; rows that produced <eos> keep emitting <pad>; stops when all are done.
+    The encoder runs once (not at all when the caller hands in ``encoded``, src's encoder output);
+    rows that produced <eos> keep emitting <pad>; stops when all are done.
     """
     fast = replace(opts, need_weights=False, need_details=False)
-    encoded = model.encode(src, fast)
+    encoded = model.encode(src, fast) if encoded is None else encoded
     B = src.size(0)
     ys = torch.full((B, 1), BOS_ID, dtype=torch.long, device=src.device)  # (B, t)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
