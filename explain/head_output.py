@@ -21,6 +21,7 @@ import pandas as pd
 import torch
 
 from explain.attention import AttentionView, attention_maps
+from model.checkpoint import Checkpoint
 
 CSV_COLUMNS = ["matrix", "query_position", "query_token", "column", "value"]
 
@@ -53,7 +54,7 @@ def attention_module(model, kind: str, layer: int):
 
 
 @torch.inference_mode()
-def output_projection(ckpt, kind: str, layer: int) -> tuple[np.ndarray, np.ndarray]:
+def output_projection(ckpt: Checkpoint, kind: str, layer: int) -> tuple[np.ndarray, np.ndarray]:
     """(W^O (H·d_k, d_model), b (d_model,)) of ``kind``'s attention in ``layer`` (1-based), as float64."""
     out_proj = attention_module(ckpt.model, kind, layer).out_proj
     return (out_proj.weight.detach().double().cpu().numpy().T.copy(),

@@ -21,6 +21,7 @@ from torch.nn import functional as F
 from explain.attention import greedy_answer
 from explain.tasks import expected_output
 from model.arrays import to_numpy
+from model.checkpoint import Checkpoint
 from model.layers import NORM_EPS, RMSNorm
 from model.stream import STACKS, trace_stream
 
@@ -140,7 +141,7 @@ class TokenNorm:
         return frame.to_csv(index=False, float_format="%.6g")
 
 
-def sentence_pair_ids(ckpt, source: str) -> tuple[list[int], list[int]]:
+def sentence_pair_ids(ckpt: Checkpoint, source: str) -> tuple[list[int], list[int]]:
     """(source ids, decoder input ids) of ``source``: the decoder reads ``<bos>`` + the task's answer
     (the model's own greedy answer when the task has none), both cut to the model's positions."""
     limit = ckpt.model.config.max_len
@@ -160,7 +161,7 @@ def _norm_input(trace, site: str) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def token_norm(ckpt, source: str, site: str) -> TokenNorm:
+def token_norm(ckpt: Checkpoint, source: str, site: str) -> TokenNorm:
     """The norm at ``site`` on ``source``'s forward pass: its input, the normalised vectors, its output."""
     model = ckpt.model
     src_ids, tgt_ids = sentence_pair_ids(ckpt, source)
@@ -287,7 +288,7 @@ def _sentence_norms(model, id_rows: list[list[int]], index: int, pad_id: int,
 
 
 @torch.inference_mode()
-def batch_compare(ckpt, sentences: tuple[str, ...], index: int, count_pads: bool) -> BatchCompare:
+def batch_compare(ckpt: Checkpoint, sentences: tuple[str, ...], index: int, count_pads: bool) -> BatchCompare:
     """Sentence ``index`` of ``sentences`` embedded by the model (token embedding · √d_model + the
     positional table, as the encoder reads it), normalised by LayerNorm and by BatchNorm, in the
     padded batch and alone."""

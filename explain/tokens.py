@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from model.checkpoint import Checkpoint
 from model.tasks import DEFAULT_ALPHABET, UnknownTaskError, get_task
 from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, CharTokenizer, Tokenizer
 
@@ -51,7 +52,7 @@ class SentenceBatch:
         return {"source": self.source, "decoder_in": self.decoder_in, "labels": self.labels}[name]
 
 
-def target_tokenizer(ckpt) -> Tokenizer:
+def target_tokenizer(ckpt: Checkpoint) -> Tokenizer:
     """The tokenizer of a checkpoint's target side (its one tokenizer when it has no separate target one)."""
     return getattr(ckpt, "target_tokenizer", None) or ckpt.tokenizer
 
