@@ -12,6 +12,34 @@ from torch import nn
 from torch.nn import functional as F
 
 from model.positional import rope_rotate_sequence
+from model.trace import Trace
+
+
+@dataclass
+class KVCache:
+    """One attention's keys and values kept between decoding steps, (B, H, T_k, d_k) each (after RoPE).
+
+    Self-attention appends the new positions' keys and values at every step; cross-attention stores
+    the memory's once and reuses them. ``reorder`` follows beam search's choice of parent rows.
+    """
+
+    k: torch.Tensor | None = None
+    v: torch.Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        return 0 if self.k is None else self.k.size(-2)
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add the new positions' k, v (B, H, t, d_k); returns all of them, (B, H, T_k, d_k)."""
+        self.k = k if self.k is None else torch.cat([self.k, k], dim=-2)
+        self.v = v if self.v is None else torch.cat([self.v, v], dim=-2)
+        return self.k, self.v
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Keep rows ``rows`` (B',) of the batch, in that order (beam search's parents)."""
+        if self.k is not None:
+            self.k, self.v = self.k.index_select(0, rows), self.v.index_select(0, rows)
 
 
 @dataclass(frozen=True)
@@ -91,8 +119,8 @@ class MultiHeadAttention(nn.Module):
     sublayer outputs, not to the attention weights, so the weights shown are the ones used.
 
     With ``rope_base`` set (the RoPE variant), every head's queries are rotated by their positions
-    0..T-1 and its keys by theirs, 0..S-1, after the head split and before the scores, on both
-    paths; no weights are added.
+    and its keys by theirs, after the head split and before the scores, on both paths; no weights
+    are added.
     """
 
     def __init__(self, d_model: int, n_heads: int, rope_base: float | None = None) -> None:
@@ -108,6 +136,13 @@ class MultiHeadAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, T, d_k)
 
+    def _rotate(self, x: torch.Tensor, start: int, trace: Trace | None) -> torch.Tensor:
+        """RoPE at positions start.. (the trace may replace the rotation); x unchanged without RoPE."""
+        if self.rope_base is None:
+            return x
+        rotate = trace.replace.get("rope", rope_rotate_sequence) if trace is not None else rope_rotate_sequence
+        return rotate(x, self.rope_base, start)
+
     def forward(
         self,
         x: torch.Tensor,
@@ -119,34 +154,62 @@ class MultiHeadAttention(nn.Module):
         scale_scores: bool = True,
         head_keep: torch.Tensor | None = None,
         use_rope: bool = True,
+        trace: Trace | None = None,
+        name: str = "attn",
+        cache: KVCache | None = None,
+        start: int = 0,
     ) -> tuple[torch.Tensor, torch.Tensor | None, AttentionDetails | None]:
         """x: (B, T, d) queries; memory: (B, S, d) keys/values source (None = self-attention).
 
         head_keep: (H,) float, 1 keeps a head and 0 switches it off (its output is zeroed before
         the heads are mixed). ``use_rope=False`` skips the rotation of a RoPE model (no effect
-        otherwise). Returns (output (B, T, d), weights (B, H, T, S) or None, details or None).
-        The explicit path runs when weights or details are asked for, SDPA otherwise.
+        otherwise). ``trace`` records this call's q, k, v, scores, weights, heads, concat and out
+        under ``name`` and may replace the attention function or the rotation (model.trace).
+        ``cache``: self-attention appends this call's keys and values to it and attends over all of
+        them; cross-attention computes the memory's once and then reuses them. ``start``: position of
+        x's first query (the cache's length), where RoPE rotates it.
+        Returns (output (B, T, d), weights (B, H, T, S) or None, details or None).
+        The explicit path runs when weights or details are asked for (or recorded), SDPA otherwise.
         """
         B, T, d = x.shape
+        w, b = self.in_proj.weight, self.in_proj.bias
         if memory is None:
             q, k, v = self.in_proj(x).chunk(3, dim=-1)  # 3 x (B, T, d)
+            q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)  # (B, H, T, d_k)
+            if use_rope:
+                q, k = self._rotate(q, start, trace), self._rotate(k, start, trace)
+            if cache is not None:
+                k, v = cache.append(k, v)  # (B, H, start + T, d_k)
         else:
-            w, b = self.in_proj.weight, self.in_proj.bias
-            q = F.linear(x, w[:d], b[:d])  # (B, T, d)
-            k, v = F.linear(memory, w[d:], b[d:]).chunk(2, dim=-1)  # 2 x (B, S, d)
-        q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)  # (B, H, T|S, d_k)
-        if self.rope_base is not None and use_rope:
-            q, k = rope_rotate_sequence(q, self.rope_base), rope_rotate_sequence(k, self.rope_base)
-        weights = details = None
-        if need_weights or need_details:
-            out, weights, scores = scaled_dot_product_attention(
-                q, k, v, mask, scale_scores=scale_scores
-            )
-            if need_details:
-                details = AttentionDetails(q=q, k=k, v=v, scores=scores)
+            q = self._split_heads(F.linear(x, w[:d], b[:d]))  # (B, H, T, d_k)
+            if use_rope:
+                q = self._rotate(q, start, trace)
+            if cache is not None and cache.k is not None:
+                k, v = cache.k, cache.v  # (B, H, S, d_k), computed at the first step
+            else:
+                k, v = F.linear(memory, w[d:], b[d:]).chunk(2, dim=-1)  # 2 x (B, S, d)
+                k, v = self._split_heads(k), self._split_heads(v)  # (B, H, S, d_k)
+                if use_rope:
+                    k = self._rotate(k, 0, trace)
+                if cache is not None:
+                    cache.append(k, v)
+        record = trace is not None and trace.record
+        replaced = trace.replace.get("attention") if trace is not None else None
+        weights = details = scores = None
+        if replaced is not None:
+            out, weights = replaced(q, k, v, mask)
+        elif need_weights or need_details or record:
+            out, weights, scores = scaled_dot_product_attention(q, k, v, mask, scale_scores=scale_scores)
         else:
             out = fast_attention(q, k, v, mask, scale_scores=scale_scores)
+        if need_details and scores is not None:
+            details = AttentionDetails(q=q, k=k, v=v, scores=scores)
         if head_keep is not None:
             out = out * head_keep.to(out.dtype)[None, :, None, None]
-        out = out.transpose(1, 2).reshape(B, T, d)  # (B, T, H*d_k)
-        return self.out_proj(out), weights, details
+        concat = out.transpose(1, 2).reshape(B, T, d)  # (B, T, H*d_k)
+        result = self.out_proj(concat)  # (B, T, d)
+        if record:
+            for key, value in (("q", q), ("k", k), ("v", v), ("scores", scores), ("weights", weights),
+                               ("heads", out), ("concat", concat), ("out", result)):
+                trace.put(f"{name}.{key}", value)
+        return result, (weights if need_weights or need_details else None), details

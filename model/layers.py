@@ -11,6 +11,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from model.config import NORM_KINDS, TransformerConfig, swiglu_hidden
+from model.trace import Trace
 
 NORM_EPS = 1e-5  # the eps of nn.LayerNorm, used by RMSNorm too
 
@@ -86,8 +87,16 @@ class FeedForward(nn.Module):
         """(B, T, d) -> (B, T, d_ff): the activations between the two layers, before dropout."""
         return F.relu(self.linear1(x))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(self.dropout(self.hidden(x)))  # (B, T, d) -> (B, T, d_ff) -> (B, T, d)
+    def forward(self, x: torch.Tensor, trace: Trace | None = None, name: str = "ffn") -> torch.Tensor:
+        """(B, T, d) -> (B, T, d_ff) -> (B, T, d); ``trace`` records hidden_pre, hidden and out under ``name``."""
+        if trace is None or not trace.record:
+            return self.linear2(self.dropout(self.hidden(x)))
+        pre = self.linear1(x)  # (B, T, d_ff)
+        hidden = F.relu(pre)
+        out = self.linear2(self.dropout(hidden))  # (B, T, d)
+        for key, value in (("hidden_pre", pre), ("hidden", hidden), ("out", out)):
+            trace.put(f"{name}.{key}", value)
+        return out
 
 
 class SwiGLUFeedForward(nn.Module):
@@ -110,8 +119,16 @@ class SwiGLUFeedForward(nn.Module):
         """(B, T, d) -> (B, T, hidden): SiLU(x W1) ⊙ x V, before dropout."""
         return F.silu(self.linear_gate(x)) * self.linear1(x)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(self.dropout(self.hidden(x)))  # (B, T, d) -> (B, T, hidden) -> (B, T, d)
+    def forward(self, x: torch.Tensor, trace: Trace | None = None, name: str = "ffn") -> torch.Tensor:
+        """(B, T, d) -> (B, T, hidden) -> (B, T, d); ``trace`` records hidden_pre (x W1), value (x V), hidden, out."""
+        if trace is None or not trace.record:
+            return self.linear2(self.dropout(self.hidden(x)))
+        pre, value = self.linear_gate(x), self.linear1(x)  # (B, T, hidden) each
+        hidden = F.silu(pre) * value
+        out = self.linear2(self.dropout(hidden))  # (B, T, d)
+        for key, tensor in (("hidden_pre", pre), ("value", value), ("hidden", hidden), ("out", out)):
+            trace.put(f"{name}.{key}", tensor)
+        return out
 
 
 def make_feed_forward(cfg: TransformerConfig) -> FeedForward | SwiGLUFeedForward:
@@ -148,6 +165,27 @@ def make_norm(kind: str, d_model: int) -> nn.LayerNorm | RMSNorm:
     raise ValueError(f"The norm kind must be one of {', '.join(NORM_KINDS)}, got {kind!r}.")
 
 
+def apply_norm(norm: nn.Module, x: torch.Tensor, trace: Trace | None = None, name: str = "norm") -> torch.Tensor:
+    """norm(x), or the trace's replacement ``(x, weight, bias | None, eps)``; records in, stats and out under ``name``.
+
+    The statistics are over the last dimension: LayerNorm's ``mean`` and ``var`` (population), or
+    RMSNorm's ``rms`` = sqrt(mean(x²) + eps), the number it divides by.
+    """
+    if trace is None:
+        return norm(x)
+    replaced = trace.replace.get("norm")
+    y = norm(x) if replaced is None else replaced(x, norm.weight, getattr(norm, "bias", None), norm.eps)
+    if trace.record:
+        trace.put(f"{name}.in", x)
+        if isinstance(norm, RMSNorm):
+            trace.put(f"{name}.rms", torch.sqrt(x.square().mean(dim=-1) + norm.eps))  # (B, T)
+        else:
+            trace.put(f"{name}.mean", x.mean(dim=-1))  # (B, T)
+            trace.put(f"{name}.var", x.var(dim=-1, unbiased=False))
+        trace.put(f"{name}.out", y)
+    return y
+
+
 class SublayerConnection(nn.Module):
     """Residual connection plus a normalisation (``norm``: LayerNorm or RMSNorm) around a sublayer.
 
@@ -155,6 +193,8 @@ class SublayerConnection(nn.Module):
     Pre-norm: ``x + dropout(sublayer(Norm(x)))``; it trains more easily in deep stacks but
     needs a final Norm after the stack.
     The sublayer returns (output, extra); ``extra`` (e.g. attention weights) is passed through.
+    With ``residual=False`` the connection drops x: post-norm ``Norm(update)``, pre-norm ``update``.
+    ``trace`` records x_in, sublayer_in, update, norm_in, x_out and the norm under ``name``.
     """
 
     def __init__(self, d_model: int, dropout: float, norm_first: bool, norm_kind: str = "layer") -> None:
@@ -163,9 +203,28 @@ class SublayerConnection(nn.Module):
         self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
-    def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], tuple]) -> tuple:
+    def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], tuple], trace: Trace | None = None,
+                name: str = "sublayer", residual: bool = True) -> tuple:
+        if trace is None and residual:  # the plain path (training)
+            if self.norm_first:
+                y, *extra = sublayer(self.norm(x))
+                return (x + self.dropout(y), *extra)
+            y, *extra = sublayer(x)
+            return (self.norm(x + self.dropout(y)), *extra)
         if self.norm_first:
-            y, *extra = sublayer(self.norm(x))
-            return (x + self.dropout(y), *extra)
-        y, *extra = sublayer(x)
-        return (self.norm(x + self.dropout(y)), *extra)
+            sublayer_in = apply_norm(self.norm, x, trace, f"{name}.norm")
+            y, *extra = sublayer(sublayer_in)
+            update = self.dropout(y)
+            norm_in = x
+            x_out = x + update if residual else update
+        else:
+            sublayer_in = x
+            y, *extra = sublayer(x)
+            update = self.dropout(y)
+            norm_in = x + update if residual else update
+            x_out = apply_norm(self.norm, norm_in, trace, f"{name}.norm")
+        if trace is not None and trace.record:
+            for key, value in (("x_in", x), ("sublayer_in", sublayer_in), ("update", update), ("norm_in", norm_in),
+                               ("x_out", x_out)):
+                trace.put(f"{name}.{key}", value)
+        return (x_out, *extra)

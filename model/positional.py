@@ -49,14 +49,15 @@ def rope_rotate(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0)
     return rotated
 
 
-def rope_rotate_sequence(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    """RoPE of a sequence at positions 0..P-1: x (..., P, d) -> the same shape, as the model's attention uses it.
+def rope_rotate_sequence(x: torch.Tensor, base: float = 10000.0, start: int = 0) -> torch.Tensor:
+    """RoPE of a sequence at positions start..start+P-1: x (..., P, d) -> the same shape, as attention uses it.
 
     Every pair (2i, 2i+1) turns by ``rope_rotate``; when d is odd (a head of odd size) the last
-    dimension has no partner and is left as it is, so it carries no position.
+    dimension has no partner and is left as it is, so it carries no position. ``start`` > 0 is for
+    the decoder's key/value cache: the new tokens sit after the ``start`` already in the cache.
     """
     P, d = x.shape[-2:]
-    positions = torch.arange(P, device=x.device)
+    positions = torch.arange(start, start + P, device=x.device)
     paired = d - d % 2
     if paired == d:
         return rope_rotate(x, positions, base)

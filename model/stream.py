@@ -1,22 +1,21 @@
 """The residual stream, sublayer by sublayer: what each connection reads, adds and passes on.
 
 Seed 001's view of a layer: every sublayer (self-attention, cross-attention, feed-forward) computes
-an *update* that its residual connection adds to the token's vector. :func:`trace_stream` walks
-the model's own modules in the order ``Transformer.encode``/``decode`` run them and records, per
-sublayer connection, the stream entering, the update and the stream leaving. A connection in
-``residual_off`` drops its residual: post-norm ``Norm(update)`` instead of ``Norm(x + update)``,
-pre-norm ``update`` instead of ``x + update``.
+an *update* that its residual connection adds to the token's vector. :func:`trace_stream` runs the
+model's own forward with a :class:`model.trace.Trace` and reads, per sublayer connection, the
+stream entering, the update and the stream leaving. A connection in ``residual_off`` drops its
+residual: post-norm ``Norm(update)`` instead of ``Norm(x + update)``, pre-norm ``update`` instead of
+``x + update``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Collection
+from typing import Collection
 
 import torch
 
-from model.layers import SublayerConnection
-from model.masks import padding_mask
 from model.tokenizer import BOS_ID, EOS_ID
+from model.trace import Trace
 from model.transformer import ForwardOptions, Transformer
 
 SUBLAYERS = ("self_attn", "cross_attn", "ffn")
@@ -49,76 +48,20 @@ class StreamTrace:
     logits: torch.Tensor  # (B, T, V_tgt)
 
 
-def _connect(
-    connection: SublayerConnection,
-    x: torch.Tensor,
-    sublayer: Callable[[torch.Tensor], torch.Tensor],
-    where: tuple[str, int, str],
-    residual: bool,
-) -> SublayerTrace:
-    """Run one sublayer connection as SublayerConnection.forward does, keeping every intermediate."""
-    if connection.norm_first:
-        sublayer_in = connection.norm(x)
-        update = connection.dropout(sublayer(sublayer_in))
-        norm_in = x
-        x_out = x + update if residual else update
-    else:
-        sublayer_in = x
-        update = connection.dropout(sublayer(sublayer_in))
-        norm_in = x + update if residual else update
-        x_out = connection.norm(norm_in)
-    stack, layer, name = where
-    return SublayerTrace(stack, layer, name, x, sublayer_in, update, norm_in, x_out, residual)
-
-
-def _attention_call(attention, memory, mask, opts: ForwardOptions, keep) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The attention sublayer as the layer calls it (same path: explicit or SDPA), returning only its output."""
-    def call(h: torch.Tensor) -> torch.Tensor:
-        out, _, _ = attention(
-            h, memory, mask, need_weights=opts.need_weights, need_details=False, scale_scores=opts.scale_scores,
-            head_keep=keep, use_rope=opts.use_positional_encoding,
-        )
-        return out
-    return call
-
-
-def _encode(model: Transformer, src_ids, off: set, opts: ForwardOptions, traces: list):
-    """The encoder, sublayer by sublayer: appends to ``traces``; returns (embedded, memory, src_mask)."""
-    src_mask = padding_mask(src_ids, model.config.pad_id) if opts.use_padding_mask else None
-    x = embedded = model.embed(src_ids, "src", opts.use_positional_encoding)
-    for i, layer in enumerate(model.encoder_layers):
-        keep = model._head_keep(opts, "encoder", i)
-        steps = (
-            ("self_attn", layer.attn_sublayer, _attention_call(layer.self_attn, None, src_mask, opts, keep)),
-            ("ffn", layer.ff_sublayer, layer.feed_forward),
-        )
-        for name, connection, call in steps:
-            where = ("encoder", i, name)
-            traces.append(_connect(connection, x, call, where, where not in off))
-            x = traces[-1].x_out
-    memory = model.encoder_norm(x) if model.encoder_norm is not None else x
-    return embedded, memory, src_mask
-
-
-def _decode(model: Transformer, tgt_ids, memory, src_mask, off: set, opts: ForwardOptions, traces: list):
-    """The decoder, sublayer by sublayer: appends to ``traces``; returns (embedded, logits)."""
-    tgt_mask = model.target_mask(tgt_ids, opts)
-    y = embedded = model.embed(tgt_ids, "tgt", opts.use_positional_encoding)
-    for i, layer in enumerate(model.decoder_layers):
-        self_keep, cross_keep = model._head_keep(opts, "decoder", i), model._head_keep(opts, "cross", i)
-        steps = (
-            ("self_attn", layer.self_attn_sublayer, _attention_call(layer.self_attn, None, tgt_mask, opts, self_keep)),
-            ("cross_attn", layer.cross_attn_sublayer,
-             _attention_call(layer.cross_attn, memory, src_mask, opts, cross_keep)),
-            ("ffn", layer.ff_sublayer, layer.feed_forward),
-        )
-        for name, connection, call in steps:
-            where = ("decoder", i, name)
-            traces.append(_connect(connection, y, call, where, where not in off))
-            y = traces[-1].x_out
-    if model.decoder_norm is not None:
-        y = model.decoder_norm(y)
-    return embedded, model.generator(y)
+def _sublayer_traces(trace: Trace, model: Transformer, off: frozenset) -> tuple[SublayerTrace, ...]:
+    """The trace's sublayer connections, encoder layers first, in the order the forward ran them."""
+    layout = (("encoder", ("self_attn", "ffn")), ("decoder", SUBLAYERS))
+    records = []
+    for stack, sublayers in layout:
+        for i in range(model.config.n_layers):
+            for name in sublayers:
+                t = trace.layer(stack, i)
+                key = f"{name}_sublayer"
+                records.append(SublayerTrace(
+                    stack, i, name, t[f"{key}.x_in"], t[f"{key}.sublayer_in"], t[f"{key}.update"],
+                    t[f"{key}.norm_in"], t[f"{key}.x_out"], (stack, i, name) not in off,
+                ))
+    return tuple(records)
 
 
 def trace_stream(
@@ -129,18 +72,18 @@ def trace_stream(
     residual_off: Collection[tuple[str, int, str]] = frozenset(),
     opts: ForwardOptions = ForwardOptions(),
 ) -> StreamTrace:
-    """Run ``model(src_ids, tgt_ids)`` layer by layer and record every sublayer connection.
+    """Run ``model(src_ids, tgt_ids)`` with a trace and return every sublayer connection.
 
     src_ids: (B, S), tgt_ids: (B, T) decoder input starting with <bos>. ``residual_off`` holds
     (stack, layer, sublayer) triples whose residual is dropped. With nothing off, the logits and
     memory equal the model's own forward.
     """
-    off = set(residual_off)
-    traces: list[SublayerTrace] = []
+    off = frozenset(residual_off)
+    trace = Trace(residual_off=off)
     with torch.no_grad():
-        embedded_src, memory, src_mask = _encode(model, src_ids, off, opts, traces)
-        embedded_tgt, logits = _decode(model, tgt_ids, memory, src_mask, off, opts, traces)
-    return StreamTrace(tuple(traces), embedded_src, embedded_tgt, memory, logits)
+        out = model.decode(tgt_ids, model.encode(src_ids, opts, trace), opts, trace)
+    return StreamTrace(_sublayer_traces(trace, model, off), trace["encoder.embed.sum"], trace["decoder.embed.sum"],
+                       out.memory, out.logits)
 
 
 def greedy_stream(
@@ -158,13 +101,12 @@ def greedy_stream(
     Like :func:`model.training.greedy_batch`: the encoder runs once, and decoding stops at <eos>
     (which is kept) or after ``max_new`` tokens.
     """
-    off = set(residual_off)
+    trace = Trace(residual_off=frozenset(residual_off), record=False)
     with torch.no_grad():
-        _, memory, src_mask = _encode(model, src_ids, off, opts, [])
+        encoded = model.encode(src_ids, opts, trace)
         ys = torch.full((1, 1), bos_id, dtype=torch.long, device=src_ids.device)
         for _ in range(max_new):
-            _, logits = _decode(model, ys, memory, src_mask, off, opts, [])
-            next_id = logits[:, -1].argmax(-1)
+            next_id = model.decode(ys, encoded, opts, trace).logits[:, -1].argmax(-1)
             ys = torch.cat([ys, next_id[:, None]], dim=1)
             if int(next_id) == eos_id:
                 break

@@ -1,42 +1,31 @@
 """The encoder-decoder Transformer of "Attention Is All You Need", built to be looked into.
 
 Every forward RETURNS its attention (and, on request, scores and Q/K/V) instead of keeping it
-on the modules, so one eval model can serve many classroom sessions at once.
+on the modules, so one eval model can serve many classroom sessions at once. Given a
+:class:`model.trace.Trace`, a forward also records every named intermediate and applies the
+trace's interventions (heads off, residuals off, √d_k off, a replaced function); see model/trace.py.
+Given a :class:`DecoderCache`, the decoder computes only the positions it has not seen yet.
 Masks are bool, **True = may attend**.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Collection
 
 import torch
 from torch import nn
 
-from model.attention import AttentionDetails, MultiHeadAttention
+from model.attention import AttentionDetails, KVCache, MultiHeadAttention
 from model.config import TransformerConfig
-from model.layers import Dropout, SublayerConnection, TokenEmbedding, make_feed_forward, make_norm
+from model.layers import Dropout, SublayerConnection, TokenEmbedding, apply_norm, make_feed_forward, make_norm
 from model.masks import look_ahead_mask, padding_mask
 from model.positional import positional_encoding
+from model.trace import ATTENTION_KINDS, ForwardOptions, Trace, resolve
 
-ATTENTION_KINDS = ("encoder", "decoder", "cross")
-
-
-@dataclass(frozen=True)
-class ForwardOptions:
-    """Switches that change what a forward pass computes or returns (not the weights).
-
-    ablate_heads: (kind, layer, head) triples to switch off, kind in ATTENTION_KINDS.
-    use_positional_encoding=False switches off whichever position signal the model has: the
-    sinusoidal table added to the embeddings, or RoPE's rotation of Q and K.
-    """
-
-    use_padding_mask: bool = True
-    use_look_ahead_mask: bool = True
-    use_positional_encoding: bool = True
-    scale_scores: bool = True
-    need_weights: bool = True
-    need_details: bool = False
-    ablate_heads: Collection[tuple[str, int, int]] = ()
+__all__ = [
+    "ATTENTION_KINDS", "DecoderCache", "DecoderLayer", "EncoderLayer", "EncoderOutput", "ForwardOptions", "Trace",
+    "Transformer", "TransformerOutput",
+]
 
 
 @dataclass(frozen=True)
@@ -62,6 +51,31 @@ class TransformerOutput:
     decoder_state: torch.Tensor | None = None  # (B, T, d) the vectors the output layer (generator) turns into logits
 
 
+@dataclass
+class DecoderCache:
+    """The decoder's keys and values so far: per layer, one self-attention and one cross-attention cache.
+
+    ``length`` is how many target positions are cached. Self-attention K/V grow by the new positions
+    at every step; cross-attention K/V of the memory are computed at the first step and reused.
+    """
+
+    self_attn: list[KVCache] = field(default_factory=list)
+    cross_attn: list[KVCache] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, n_layers: int) -> "DecoderCache":
+        return cls([KVCache() for _ in range(n_layers)], [KVCache() for _ in range(n_layers)])
+
+    @property
+    def length(self) -> int:
+        return self.self_attn[0].length if self.self_attn else 0
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Keep batch rows ``rows`` (B',) in that order, e.g. the parents beam search extends."""
+        for cache in (*self.self_attn, *self.cross_attn):
+            cache.reorder(rows)
+
+
 def _attention(cfg: TransformerConfig) -> MultiHeadAttention:
     """One multi-head attention of the config: with RoPE's rotation when position_kind is "rope"."""
     return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.pe_base if cfg.position_kind == "rope" else None)
@@ -69,6 +83,16 @@ def _attention(cfg: TransformerConfig) -> MultiHeadAttention:
 
 def _sublayer(cfg: TransformerConfig) -> SublayerConnection:
     return SublayerConnection(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_kind)
+
+
+def _attend(attention: MultiHeadAttention, memory, mask, run: Trace, kind: str, layer: int, name: str,
+            need_weights: bool, need_details: bool, cache: KVCache | None = None, start: int = 0):
+    """The attention sublayer as a function of the stream it reads, with ``run``'s interventions."""
+    keep = run.head_keep(kind, layer, attention.n_heads, attention.in_proj.weight.device)
+    return lambda h: attention(
+        h, memory, mask, need_weights=need_weights, need_details=need_details, scale_scores=run.scale_scores,
+        head_keep=keep, trace=run, name=name, cache=cache, start=start,
+    )
 
 
 class EncoderLayer(nn.Module):
@@ -81,16 +105,19 @@ class EncoderLayer(nn.Module):
         self.attn_sublayer = _sublayer(cfg)
         self.ff_sublayer = _sublayer(cfg)
 
-    def forward(self, x, mask, opts: ForwardOptions, head_keep=None):
+    def forward(self, x, mask, run: Trace, index: int, need_weights: bool = False, need_details: bool = False):
         """x: (B, S, d), mask: (B, 1, 1, S) or None -> (x, weights (B, H, S, S) | None, details | None)."""
+        name = f"encoder.{index}"
+        plain = None if run.residual_off == frozenset() and not run.record and not run.replace else run
         x, weights, details = self.attn_sublayer(
-            x,
-            lambda h: self.self_attn(
-                h, None, mask, need_weights=opts.need_weights, need_details=opts.need_details,
-                scale_scores=opts.scale_scores, head_keep=head_keep, use_rope=opts.use_positional_encoding,
-            ),
+            x, _attend(self.self_attn, None, mask, run, "encoder", index, f"{name}.self_attn", need_weights,
+                       need_details),
+            plain, f"{name}.self_attn_sublayer", run.residual("encoder", index, "self_attn"),
         )
-        x, = self.ff_sublayer(x, lambda h: (self.feed_forward(h),))
+        x, = self.ff_sublayer(
+            x, lambda h: (self.feed_forward(h, plain, f"{name}.ffn"),),
+            plain, f"{name}.ffn_sublayer", run.residual("encoder", index, "ffn"),
+        )
         return x, weights, details
 
 
@@ -106,17 +133,30 @@ class DecoderLayer(nn.Module):
         self.cross_attn_sublayer = _sublayer(cfg)
         self.ff_sublayer = _sublayer(cfg)
 
-    def forward(self, y, memory, tgt_mask, src_mask, opts: ForwardOptions, self_keep=None, cross_keep=None):
-        """y: (B, T, d), memory: (B, S, d), tgt_mask: (B|1, 1, T|1, T), src_mask: (B, 1, 1, S)."""
-        kw = dict(need_weights=opts.need_weights, need_details=opts.need_details, scale_scores=opts.scale_scores,
-                  use_rope=opts.use_positional_encoding)
+    def forward(self, y, memory, tgt_mask, src_mask, run: Trace, index: int, need_weights: bool = False,
+                need_details: bool = False, cache: DecoderCache | None = None, start: int = 0):
+        """y: (B, T, d), memory: (B, S, d), tgt_mask: (B|1, 1, T|1, start+T), src_mask: (B, 1, 1, S).
+
+        With ``cache``, y holds only the new positions start..start+T-1 and the cache the earlier ones.
+        """
+        name = f"decoder.{index}"
+        plain = None if run.residual_off == frozenset() and not run.record and not run.replace else run
+        self_cache = cache.self_attn[index] if cache is not None else None
+        cross_cache = cache.cross_attn[index] if cache is not None else None
         y, self_w, self_d = self.self_attn_sublayer(
-            y, lambda h: self.self_attn(h, None, tgt_mask, head_keep=self_keep, **kw)
+            y, _attend(self.self_attn, None, tgt_mask, run, "decoder", index, f"{name}.self_attn", need_weights,
+                       need_details, self_cache, start),
+            plain, f"{name}.self_attn_sublayer", run.residual("decoder", index, "self_attn"),
         )
         y, cross_w, cross_d = self.cross_attn_sublayer(
-            y, lambda h: self.cross_attn(h, memory, src_mask, head_keep=cross_keep, **kw)
+            y, _attend(self.cross_attn, memory, src_mask, run, "cross", index, f"{name}.cross_attn", need_weights,
+                       need_details, cross_cache, start),
+            plain, f"{name}.cross_attn_sublayer", run.residual("decoder", index, "cross_attn"),
         )
-        y, = self.ff_sublayer(y, lambda h: (self.feed_forward(h),))
+        y, = self.ff_sublayer(
+            y, lambda h: (self.feed_forward(h, plain, f"{name}.ffn"),),
+            plain, f"{name}.ffn_sublayer", run.residual("decoder", index, "ffn"),
+        )
         return y, (self_w, self_d), (cross_w, cross_d)
 
 
@@ -153,73 +193,105 @@ class Transformer(nn.Module):
         return self.generator.weight.device
 
     # -- pieces -----------------------------------------------------------------------------
-    def embed(self, ids: torch.Tensor, side: str, use_positional_encoding: bool = True) -> torch.Tensor:
+    def embed(self, ids: torch.Tensor, side: str, use_positional_encoding: bool = True, *,
+              trace: Trace | None = None, start: int = 0) -> torch.Tensor:
         """(B, T) ids -> (B, T, d): token embedding * sqrt(d_model) (+ the sinusoidal table), dropout.
 
         The table is added only when the model's position_kind is "sinusoidal" (RoPE rotates Q and K
-        inside attention instead; "none" has no position signal).
+        inside attention instead; "none" has no position signal). ``start``: position of the first
+        id (the decoder cache's length). ``trace`` may replace the table and records the pieces.
         """
         T = ids.size(1)
-        if T > self.config.max_len:
+        if start + T > self.config.max_len:
             raise ValueError(
-                f"The sequence has {T} tokens but this model handles at most {self.config.max_len}."
+                f"The sequence has {start + T} tokens but this model handles at most {self.config.max_len}."
             )
-        x = (self.src_embed if side == "src" else self.tgt_embed)(ids)
+        token = (self.src_embed if side == "src" else self.tgt_embed)(ids)  # (B, T, d)
+        table = None
         if use_positional_encoding and self.config.position_kind == "sinusoidal":
-            x = x + self.pe[:T]
-        return self.embed_dropout(x)
+            replaced = trace.replace.get("positional") if trace is not None else None
+            if replaced is None:
+                table = self.pe[start:start + T]  # (T, d)
+            else:
+                table = replaced(start + T, self.config.d_model, self.config.pe_base)
+                table = None if table is None else table.to(token)[start:start + T]
+        x = self.embed_dropout(token if table is None else token + table)
+        if trace is not None and trace.record:
+            stack = "encoder" if side == "src" else "decoder"
+            trace.put(f"{stack}.embed.token", token)
+            trace.put(f"{stack}.embed.position", table)
+            trace.put(f"{stack}.embed.sum", x)
+        return x
 
     def _head_keep(self, opts: ForwardOptions, kind: str, layer: int) -> torch.Tensor | None:
-        off = [h for k, l, h in opts.ablate_heads if k == kind and l == layer]
-        if not off:
-            return None
-        keep = torch.ones(self.config.n_heads, device=self.device)
-        keep[off] = 0.0
-        return keep
+        """(H,) keep-vector of ``opts.ablate_heads`` for one attention (kept for callers of the old name)."""
+        return resolve(opts, None).head_keep(kind, layer, self.config.n_heads, self.device)
 
-    def encode(self, src_ids: torch.Tensor, opts: ForwardOptions = ForwardOptions()) -> EncoderOutput:
-        """src_ids: (B, S) -> EncoderOutput with memory (B, S, d)."""
-        src_mask = padding_mask(src_ids, self.config.pad_id) if opts.use_padding_mask else None
-        x = self.embed(src_ids, "src", opts.use_positional_encoding)
+    def encode(self, src_ids: torch.Tensor, opts: ForwardOptions = ForwardOptions(),
+               trace: Trace | None = None) -> EncoderOutput:
+        """src_ids: (B, S) -> EncoderOutput with memory (B, S, d); ``trace`` records and intervenes."""
+        run = resolve(opts, trace)
+        build = run.replace.get("padding_mask", padding_mask)
+        src_mask = build(src_ids, self.config.pad_id)  # (B, 1, 1, S) or None
+        run.put("encoder.mask", src_mask)
+        x = self.embed(src_ids, "src", trace=run)
         weights, details = [], []
         for i, layer in enumerate(self.encoder_layers):
-            x, w, det = layer(x, src_mask, opts, self._head_keep(opts, "encoder", i))
+            x, w, det = layer(x, src_mask, run, i, opts.need_weights, opts.need_details)
             weights.append(w)
             details.append(det)
         if self.encoder_norm is not None:
-            x = self.encoder_norm(x)
+            x = apply_norm(self.encoder_norm, x, run, "encoder.final_norm")
+        run.put("memory", x)
         return EncoderOutput(x, src_mask, _collect(weights), _collect(details))
 
-    def target_mask(self, tgt_ids: torch.Tensor, opts: ForwardOptions) -> torch.Tensor | None:
-        """Decoder self-attention mask from the switches: look-ahead AND padding, either, or None."""
-        mask = None
-        if opts.use_look_ahead_mask:
-            mask = look_ahead_mask(tgt_ids.size(1), device=tgt_ids.device)[None, None]  # (1, 1, T, T)
-        if opts.use_padding_mask:
-            pad = padding_mask(tgt_ids, self.config.pad_id)  # (B, 1, 1, T)
-            mask = pad if mask is None else mask & pad
-        return mask
+    def target_mask(self, tgt_ids: torch.Tensor, opts: ForwardOptions = ForwardOptions(),
+                    trace: Trace | None = None) -> torch.Tensor | None:
+        """Decoder self-attention mask (B|1, 1, T, T): look-ahead AND padding, either, or None (from the switches)."""
+        run = resolve(opts, trace)
+        ahead = run.replace.get("look_ahead_mask", look_ahead_mask)(tgt_ids.size(1), tgt_ids.device)  # (T, T)
+        pad = run.replace.get("padding_mask", padding_mask)(tgt_ids, self.config.pad_id)  # (B, 1, 1, T)
+        if ahead is None:
+            return pad
+        ahead = ahead[None, None]  # (1, 1, T, T)
+        return ahead if pad is None else ahead & pad
 
     def decode(
         self,
         tgt_ids: torch.Tensor,
         encoded: EncoderOutput,
         opts: ForwardOptions = ForwardOptions(),
+        trace: Trace | None = None,
+        cache: DecoderCache | None = None,
     ) -> TransformerOutput:
-        """tgt_ids: (B, T) decoder input (starting with <bos>) -> logits (B, T, V_tgt) and traces."""
-        tgt_mask = self.target_mask(tgt_ids, opts)
-        y = self.embed(tgt_ids, "tgt", opts.use_positional_encoding)
+        """tgt_ids: (B, T) decoder input (starting with <bos>) -> logits (B, T, V_tgt) and attention.
+
+        With ``cache`` (from :meth:`DecoderCache.empty`), tgt_ids is still the whole prefix, but only
+        the positions the cache does not hold yet are computed (their keys and values are added to
+        it): logits and attention are then for those positions only, (B, T - cached, ...). A cache
+        is only right with the look-ahead mask on (otherwise earlier positions see later ones).
+        """
+        run = resolve(opts, trace)
+        start = 0 if cache is None else cache.length
+        tgt_mask = self.target_mask(tgt_ids, trace=run)
+        if tgt_mask is not None and start:
+            tgt_mask = tgt_mask[:, :, start:] if tgt_mask.size(2) > 1 else tgt_mask  # rows of the new queries
+        run.put("decoder.mask", tgt_mask)
+        y = self.embed(tgt_ids[:, start:], "tgt", trace=run, start=start)
         self_w, self_d, cross_w, cross_d = [], [], [], []
         for i, layer in enumerate(self.decoder_layers):
             y, (sw, sd), (cw, cd) = layer(
-                y, encoded.memory, tgt_mask, encoded.src_mask, opts,
-                self._head_keep(opts, "decoder", i), self._head_keep(opts, "cross", i),
+                y, encoded.memory, tgt_mask, encoded.src_mask, run, i, opts.need_weights, opts.need_details,
+                cache, start,
             )
             self_w.append(sw), self_d.append(sd), cross_w.append(cw), cross_d.append(cd)
         if self.decoder_norm is not None:
-            y = self.decoder_norm(y)
+            y = apply_norm(self.decoder_norm, y, run, "decoder.final_norm")
+        logits = self.generator(y)  # (B, T, V_tgt)
+        run.put("decoder.state", y)
+        run.put("logits", logits)
         return TransformerOutput(
-            logits=self.generator(y),
+            logits=logits,
             encoder_attention=encoded.attention,
             decoder_attention=_collect(self_w),
             cross_attention=_collect(cross_w),
@@ -242,12 +314,14 @@ class Transformer(nn.Module):
         need_weights: bool = True,
         need_details: bool = False,
         ablate_heads: Collection[tuple[str, int, int]] = (),
+        trace: Trace | None = None,
     ) -> TransformerOutput:
         """src_ids: (B, S), tgt_ids: (B, T) -> TransformerOutput (logits (B, T, V_tgt) + attention).
 
         ``need_weights=False`` takes the fast SDPA path and returns empty attention tuples (for
         training); otherwise the explicit path returns every attention map. ``need_details`` adds
-        the pre-softmax scores and Q/K/V per layer and head.
+        the pre-softmax scores and Q/K/V per layer and head. ``trace`` (model.trace.Trace) records
+        every named intermediate and applies its interventions.
         """
         opts = ForwardOptions(
             use_padding_mask=use_padding_mask,
@@ -258,4 +332,4 @@ class Transformer(nn.Module):
             need_details=need_details,
             ablate_heads=tuple(ablate_heads),
         )
-        return self.decode(tgt_ids, self.encode(src_ids, opts), opts)
+        return self.decode(tgt_ids, self.encode(src_ids, opts, trace), opts, trace)
