@@ -6,7 +6,7 @@ Three views, as app_pages/attention.py calls them (the default controls: scaled 
 - ``overview``: the base view (the model's answer and every map), the task's expected output and
   the most focused head;
 - ``inside``: the overview, then one head's Q/K/V and scores, the other scaling's maps for the
-  comparison, and W^O's mixing of the heads;
+  comparison, and W^O's mixing of the heads (as the page calls them at this commit);
 - ``ablation``: the overview, then the answer's probability with the head off and the answer the
   model writes with it off.
 
@@ -30,7 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from explain import attention as xa  # noqa: E402
-from explain.head_output import head_outputs, output_projection  # noqa: E402
+from explain.head_output import head_outputs  # noqa: E402
 from explain.tasks import expected_output, task_of  # noqa: E402
 from explain.tokens import target_tokenizer  # noqa: E402
 from model.checkpoint import load_checkpoint, pretrained_path  # noqa: E402
@@ -48,8 +48,7 @@ def inside(ckpt, source: str, kind: str = "cross", layer: int = 1) -> None:
     base = overview(ckpt, source)
     view = xa.attention_view(ckpt, source, base.answer, scale_scores=True, need_details=True)
     xa.attention_view(ckpt, source, base.answer, scale_scores=False)
-    w_o, bias = output_projection(ckpt, kind, layer)
-    head_outputs(view, kind, layer, w_o, bias)
+    head_outputs(view, kind, layer)
 
 
 def ablation(ckpt, source: str, off: str = "cross-1-1") -> None:

@@ -22,8 +22,23 @@ from model.arrays import layer_stack, to_numpy
 from model.checkpoint import Checkpoint
 from model.decoding import decode_bound, safe_logprobs
 from model.tokenizer import BOS_ID
+from model.trace import Trace
 from model.training import greedy_batch
 from model.transformer import ATTENTION_KINDS, EncoderOutput, ForwardOptions
+
+
+KINDS = ATTENTION_KINDS  # encoder self-attention, decoder self-attention, cross-attention
+DETAILS = ("q", "k", "v", "scores", "heads", "concat", "out")
+"""What ``need_details`` adds per kind, from the forward's trace (:mod:`model.trace`): q, k, v (L, H, T, d_k),
+scores (L, H, T_q, T_k), heads = weights · v (L, H, T_q, d_k), concat (L, T_q, H·d_k) and out = concat W^O + b
+(L, T_q, d_model)."""
+
+
+def _attention_name(kind: str, layer: int) -> str:
+    """The trace's name of attention ``kind`` in ``layer`` (0-based), e.g. ``"decoder.1.cross_attn"``."""
+    stack, sublayer = {"encoder": ("encoder", "self_attn"), "decoder": ("decoder", "self_attn"),
+                       "cross": ("decoder", "cross_attn")}[kind]
+    return f"{stack}.{layer}.{sublayer}"
 
 
 @dataclass(frozen=True)
@@ -38,7 +53,7 @@ class AttentionView:
     cross: np.ndarray
     next_token_probs: np.ndarray  # (T, V) softmax of the logits
     vocab: list[str]
-    details: dict = field(default_factory=dict)  # kind -> {"q","k","v","scores"}: (L, H, ...) arrays
+    details: dict = field(default_factory=dict)  # kind -> {name: (L, ...) array} for name in DETAILS
 
 
 def _source_ids(ckpt: Checkpoint, source: str) -> torch.Tensor:
@@ -58,12 +73,12 @@ def _greedy(ckpt: Checkpoint, src: torch.Tensor, encoded: EncoderOutput, opts: F
 
 
 def _options(use_padding_mask: bool, use_look_ahead_mask: bool, use_positional_encoding: bool, scale_scores: bool,
-             ablate_heads: tuple[tuple[str, int, int], ...], need_details: bool = False) -> ForwardOptions:
+             ablate_heads: tuple[tuple[str, int, int], ...]) -> ForwardOptions:
     """The switches of a view as forward options, with the weights on: the explicit path, which every
     view's maps come from (and the answer too, so a view and :func:`greedy_answer` always agree)."""
     return ForwardOptions(use_padding_mask=use_padding_mask, use_look_ahead_mask=use_look_ahead_mask,
                           use_positional_encoding=use_positional_encoding, scale_scores=scale_scores,
-                          need_weights=True, need_details=need_details, ablate_heads=tuple(ablate_heads))
+                          need_weights=True, ablate_heads=tuple(ablate_heads))
 
 
 @torch.inference_mode()
@@ -107,20 +122,20 @@ def attention_view(
     (only when no ``target`` is given: the answer becomes the target) and the decoder's forward.
     """
     tgt_tok, model = target_tokenizer(ckpt), ckpt.model
-    opts = _options(use_padding_mask, use_look_ahead_mask, use_positional_encoding, scale_scores, ablate_heads,
-                    need_details)
+    opts = _options(use_padding_mask, use_look_ahead_mask, use_positional_encoding, scale_scores, ablate_heads)
+    trace = Trace() if need_details else None  # the details are what the forward records
     src = _source_ids(ckpt, source)  # (1, S)
-    encoded = model.encode(src, opts)
+    encoded = model.encode(src, opts, trace)
     answer = None
     if target is None:
         answer = target = _greedy(ckpt, src, encoded, opts)
     tgt_ids = ([BOS_ID] + tgt_tok.encode(target))[:model.config.max_len]
-    out = model.decode(torch.tensor([tgt_ids], device=model.device), encoded, opts)
+    out = model.decode(torch.tensor([tgt_ids], device=model.device), encoded, opts, trace)
     details = {}
-    if need_details:
-        for kind, dets in (("encoder", out.encoder_details), ("decoder", out.decoder_details),
-                           ("cross", out.cross_details)):
-            details[kind] = {name: layer_stack([getattr(d, name) for d in dets]) for name in ("q", "k", "v", "scores")}
+    if trace is not None:
+        layers = range(model.config.n_layers)
+        details = {kind: {name: layer_stack([trace[f"{_attention_name(kind, i)}.{name}"] for i in layers])
+                          for name in DETAILS} for kind in KINDS}
     return AttentionView(
         src_tokens=ckpt.tokenizer.token_strings(src[0].tolist()),
         tgt_tokens=tgt_tok.token_strings(tgt_ids),
@@ -135,9 +150,6 @@ def attention_view(
 
 
 # ------------------------------------------------------------------ one kind of attention of a view
-
-KINDS = ATTENTION_KINDS  # encoder self-attention, decoder self-attention, cross-attention
-
 
 def attention_maps(view: AttentionView, kind: str) -> np.ndarray:
     """(L, H, T_q, T_k) weights of ``kind`` (one of :data:`KINDS`) in ``view``."""

@@ -12,6 +12,7 @@ import torch
 from model.arrays import to_numpy
 from model.checkpoint import Checkpoint
 
+
 @dataclass(frozen=True)
 class EmbeddingStages:
     """The four steps from ids to the encoder's input, each (T, d_model) float64.

@@ -16,11 +16,10 @@ import pandas as pd
 import torch
 from torch.nn import functional as F
 
-from explain.residual import DecoderTarget, decoder_target, run_stream, source_ids, target_ids, target_tokenizer
+from explain.residual import DecoderTarget, decoder_target, forward_trace, source_ids, target_ids, target_tokenizer
 from model.arrays import to_numpy
 from model.checkpoint import Checkpoint
-from model.masks import padding_mask
-from model.transformer import ForwardOptions
+from model.trace import Trace
 
 PAPER_D_MODEL, PAPER_D_FF, PAPER_LAYERS = 512, 2048, 6  # the paper's base model
 
@@ -58,23 +57,13 @@ class FFNView:
     off_share: np.ndarray  # (T,)
 
 
-def _stack_input(ckpt: Checkpoint, source: str, stack: str, layer: int):
-    """(x (T, d) that the FFN of ``stack``/``layer`` reads, the stack's token strings, the decoder target, trace)."""
+def _layer_record(ckpt: Checkpoint, source: str, stack: str, layer: int) -> tuple[dict[str, torch.Tensor],
+                                                                                 DecoderTarget, Trace]:
+    """(what the forward pass recorded in layer ``layer`` of ``stack``, keyed as ``"ffn.hidden"``, the decoder
+    target, the whole trace): one forward of ``source`` and its decoder target, read from its trace."""
     target = decoder_target(ckpt, source)
-    trace = run_stream(ckpt, source, target.text)
-    s = next(t for t in trace.sublayers if (t.stack, t.layer, t.sublayer) == (stack, layer, "ffn"))
-    return s.sublayer_in[0], target, trace
-
-
-def _parts(module, x: torch.Tensor, kind: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(pre, post, hidden) of the FFN ``module`` on ``x`` (T, d), as its forward computes them."""
-    if kind == "swiglu":
-        gate = module.linear_gate(x)
-        post = F.silu(gate)
-        return gate, post, post * module.linear1(x)
-    pre = module.linear1(x)
-    post = F.relu(pre)
-    return pre, post, post
+    trace = forward_trace(ckpt, source, target.text)
+    return trace.layer(stack, layer), target, trace
 
 
 def stack_tokens(ckpt: Checkpoint, source: str, stack: str, target: str) -> list[str]:
@@ -87,11 +76,12 @@ def stack_tokens(ckpt: Checkpoint, source: str, stack: str, target: str) -> list
 @torch.inference_mode()
 def ffn_view(ckpt: Checkpoint, source: str, stack: str, layer: int) -> FFNView:
     """The FFN of layer ``layer`` (0-based) of ``stack`` ("encoder" | "decoder") on ``source``."""
-    x, target, _ = _stack_input(ckpt, source, stack, layer)
-    module = _layers(ckpt, stack)[layer].feed_forward
+    record, target, _ = _layer_record(ckpt, source, stack, layer)
+    x = record["ffn_sublayer.sublayer_in"][0]  # (T, d): what the FFN reads
+    pre, hidden = record["ffn.hidden_pre"][0], record["ffn.hidden"][0]  # (T, hidden) each
     kind = ffn_kind(ckpt)
-    pre, post, hidden = _parts(module, x, kind)
-    output = module.linear2(hidden)
+    post = F.silu(pre) if kind == "swiglu" else hidden  # ReLU's hidden is its activation; SwiGLU's is gated
+    output = record["ffn.out"][0]  # (T, d)
     return FFNView(stack, layer, kind, stack_tokens(ckpt, source, stack, target.text), target, to_numpy(x),
                    to_numpy(pre), to_numpy(post), to_numpy(hidden), to_numpy(output),
                    to_numpy((pre <= 0).double().mean(dim=-1)))
@@ -134,24 +124,19 @@ class PositionWise:
     twin_gap: float
 
 
-def _self_attention_mask(ckpt: Checkpoint, source: str, stack: str, target: str):
-    """The mask the stack's self-attention uses, as Transformer.encode / decode build it."""
-    model = ckpt.model
-    if stack == "encoder":
-        return padding_mask(source_ids(ckpt, source), model.config.pad_id)
-    return model.target_mask(target_ids(ckpt, target), ForwardOptions())
-
-
 @torch.inference_mode()
 def position_wise(ckpt: Checkpoint, source: str, stack: str, layer: int, copy_from: int, copy_to: int) -> PositionWise:
     """Copy one position's vector into another and compare what the FFN and self-attention write, per position."""
-    x, target, _ = _stack_input(ckpt, source, stack, layer)
+    record, target, trace = _layer_record(ckpt, source, stack, layer)
+    x = record["ffn_sublayer.sublayer_in"][0]  # (T, d)
     T = x.size(0)
     copy_from, copy_to = min(max(copy_from, 0), T - 1), min(max(copy_to, 0), T - 1)
     changed = x.clone()
     changed[copy_to] = x[copy_from]
+    # What the FFN and the self-attention write for an input the forward never saw: the modules themselves,
+    # on x and on the changed x, with the mask the forward used (absent from the trace when it was None).
     block = _layers(ckpt, stack)[layer]
-    mask = _self_attention_mask(ckpt, source, stack, target.text)
+    mask = trace.tensors.get(f"{stack}.mask")
 
     def attend(v: torch.Tensor) -> torch.Tensor:
         return block.self_attn(v[None], None, mask)[0][0]

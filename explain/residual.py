@@ -23,6 +23,7 @@ from model.checkpoint import Checkpoint
 from model.decoding import decode_bound, safe_logprobs
 from model.stream import SUBLAYERS, StreamTrace, greedy_stream, trace_stream
 from model.tokenizer import BOS_ID
+from model.trace import Trace
 
 STACKS = ("encoder", "decoder")
 STACK_CODES = {"encoder": "enc", "decoder": "dec"}
@@ -77,10 +78,13 @@ def decoder_target(ckpt: Checkpoint, source: str) -> DecoderTarget:
     return DecoderTarget(target_tokenizer(ckpt).decode(greedy_ids(ckpt, source)), "answer")
 
 
-def run_stream(ckpt: Checkpoint, source: str, target: str, residual_off=()) -> StreamTrace:
-    """The model's forward pass of ``source`` and ``target`` (teacher forcing), sublayer by sublayer."""
-    return trace_stream(ckpt.model, source_ids(ckpt, source), target_ids(ckpt, target),
-                        residual_off=frozenset(residual_off))
+def forward_trace(ckpt: Checkpoint, source: str, target: str) -> Trace:
+    """The model's own forward pass of ``source`` and ``target`` (teacher forcing) with every intermediate
+    recorded (:mod:`model.trace` names them, e.g. ``"encoder.0.ffn.hidden"``)."""
+    trace = Trace()
+    with torch.inference_mode():
+        ckpt.model(source_ids(ckpt, source), target_ids(ckpt, target), trace=trace)
+    return trace
 
 
 # ------------------------------------------------------------------ sizes and turns
