@@ -17,11 +17,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from explain.tokens import target_tokenizer
+from explain.tokens import source_ids, target_ids, target_tokenizer
 from model.arrays import layer_stack, to_numpy
 from model.checkpoint import Checkpoint
 from model.decoding import decode_bound, safe_logprobs
-from model.tokenizer import BOS_ID
 from model.trace import Trace
 from model.training import greedy_batch
 from model.transformer import ATTENTION_KINDS, EncoderOutput, ForwardOptions
@@ -54,13 +53,6 @@ class AttentionView:
     next_token_probs: np.ndarray  # (T, V) softmax of the logits
     vocab: list[str]
     details: dict = field(default_factory=dict)  # kind -> {name: (L, ...) array} for name in DETAILS
-
-
-def _source_ids(ckpt: Checkpoint, source: str) -> torch.Tensor:
-    """(1, S) ids of ``source``, cut to the model's ``max_len`` (characters outside its alphabet are <unk>)."""
-    model = ckpt.model
-    return torch.tensor([ckpt.tokenizer.encode(source)[:model.config.max_len]], dtype=torch.long,
-                        device=model.device)
 
 
 def _greedy(ckpt: Checkpoint, src: torch.Tensor, encoded: EncoderOutput, opts: ForwardOptions) -> str:
@@ -99,7 +91,7 @@ def greedy_answer(
     The source goes through ``ckpt.tokenizer``, the answer is written by ``ckpt.target_tokenizer``.
     """
     opts = _options(use_padding_mask, use_look_ahead_mask, use_positional_encoding, scale_scores, ablate_heads)
-    src = _source_ids(ckpt, source)  # (1, S)
+    src = source_ids(ckpt, source)  # (1, S)
     return _greedy(ckpt, src, ckpt.model.encode(src, opts), opts) if src.size(1) else ""
 
 
@@ -124,13 +116,13 @@ def attention_view(
     tgt_tok, model = target_tokenizer(ckpt), ckpt.model
     opts = _options(use_padding_mask, use_look_ahead_mask, use_positional_encoding, scale_scores, ablate_heads)
     trace = Trace() if need_details else None  # the details are what the forward records
-    src = _source_ids(ckpt, source)  # (1, S)
+    src = source_ids(ckpt, source)  # (1, S)
     encoded = model.encode(src, opts, trace)
     answer = None
     if target is None:
         answer = target = _greedy(ckpt, src, encoded, opts)
-    tgt_ids = ([BOS_ID] + tgt_tok.encode(target))[:model.config.max_len]
-    out = model.decode(torch.tensor([tgt_ids], device=model.device), encoded, opts, trace)
+    tgt = target_ids(ckpt, target)  # (1, T): <bos> + target
+    out = model.decode(tgt, encoded, opts, trace)
     details = {}
     if trace is not None:
         layers = range(model.config.n_layers)
@@ -138,7 +130,7 @@ def attention_view(
                           for name in DETAILS} for kind in KINDS}
     return AttentionView(
         src_tokens=ckpt.tokenizer.token_strings(src[0].tolist()),
-        tgt_tokens=tgt_tok.token_strings(tgt_ids),
+        tgt_tokens=tgt_tok.token_strings(tgt[0].tolist()),
         answer=answer,
         encoder=layer_stack(out.encoder_attention),
         decoder=layer_stack(out.decoder_attention),

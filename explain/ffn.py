@@ -16,7 +16,8 @@ import pandas as pd
 import torch
 from torch.nn import functional as F
 
-from explain.residual import DecoderTarget, decoder_target, forward_trace, source_ids, target_ids, target_tokenizer
+from explain.residual import DecoderTarget, decoder_target, forward_trace
+from explain.tokens import source_ids, target_ids, target_tokenizer
 from model.arrays import to_numpy
 from model.checkpoint import Checkpoint
 from model.trace import Trace

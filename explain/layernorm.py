@@ -20,6 +20,7 @@ from torch.nn import functional as F
 
 from explain.attention import greedy_answer
 from explain.tasks import expected_output
+from explain.tokens import target_tokenizer
 from model.arrays import to_numpy
 from model.checkpoint import Checkpoint
 from model.layers import NORM_EPS, RMSNorm
@@ -146,7 +147,7 @@ def sentence_pair_ids(ckpt: Checkpoint, source: str) -> tuple[list[int], list[in
     """(source ids, decoder input ids) of ``source``: the decoder reads ``<bos>`` + the task's answer
     (the model's own greedy answer when the task has none), both cut to the model's positions."""
     limit = ckpt.model.config.max_len
-    target_tok = getattr(ckpt, "target_tokenizer", ckpt.tokenizer)
+    target_tok = target_tokenizer(ckpt)
     target = expected_output(ckpt, source)
     if target is None:
         target = greedy_answer(ckpt, source)
@@ -175,7 +176,7 @@ def token_norm(ckpt: Checkpoint, source: str, site: str) -> TokenNorm:
     eps = float(module.eps)
     bias = getattr(module, "bias", None)
     stack = parse_site(site)[0]
-    tokenizer = ckpt.tokenizer if stack == "encoder" else getattr(ckpt, "target_tokenizer", ckpt.tokenizer)
+    tokenizer = ckpt.tokenizer if stack == "encoder" else target_tokenizer(ckpt)
     return TokenNorm(
         site=site,
         tokens=tokenizer.token_strings(src_ids if stack == "encoder" else tgt_ids),

@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from explain.tasks import expected_output
+from explain.tokens import source_ids, target_ids, target_tokenizer
 from model.checkpoint import Checkpoint
 from model.decoding import decode_bound, safe_logprobs
 from model.stream import SUBLAYERS, StreamTrace, greedy_stream, trace_stream
@@ -33,29 +34,12 @@ STREAM_COLUMNS = ["stack", "layer", "sublayer", "position", "token", "x_norm", "
                   "update_cos"]
 
 
-def target_tokenizer(ckpt: Checkpoint):
-    """The tokenizer of the decoder's side (a translation model has its own; older checkpoints share one)."""
-    return getattr(ckpt, "target_tokenizer", None) or ckpt.tokenizer
-
-
 @dataclass(frozen=True)
 class DecoderTarget:
     """What the decoder reads after <bos>: ``text``, from the task (``origin`` "task") or the model ("answer")."""
 
     text: str
     origin: str
-
-
-def source_ids(ckpt: Checkpoint, source: str) -> torch.Tensor:
-    """(1, S) ids of ``source``, cut to the model's positions."""
-    ids = ckpt.tokenizer.encode(source)[:ckpt.model.config.max_len]
-    return torch.tensor([ids], dtype=torch.long, device=ckpt.model.device)
-
-
-def target_ids(ckpt: Checkpoint, target: str) -> torch.Tensor:
-    """(1, T) decoder input ids: <bos> + ``target``, cut to the model's positions."""
-    ids = ([BOS_ID] + list(target_tokenizer(ckpt).encode(target)))[:ckpt.model.config.max_len]
-    return torch.tensor([ids], dtype=torch.long, device=ckpt.model.device)
 
 
 def greedy_ids(ckpt: Checkpoint, source: str, residual_off: Sequence[tuple[str, int, str]] = ()) -> list[int]:
