@@ -2,8 +2,8 @@
 teacher forcing (training) against free running (inference)."""
 import streamlit as st
 
-from explain.decoding import (EOS, STRATEGIES, TOP_K_CHOICES, TRACE_K, DecodeTrace, beams_table, decode, first_difference,
-                              forcing_table, generated_tokens, parse_top_k, teacher_forcing)
+from explain.decoding import (EOS, STRATEGIES, TOP_K_CHOICES, TRACE_K, DecodeTrace, beams_table, cache_savings, decode,
+                              first_difference, forcing_table, generated_tokens, parse_top_k, teacher_forcing)
 from explain.tasks import expected_output
 from explain.text import first_units, join_units, prepare_sentence, unit_of
 from explain.tokens import target_tokenizer
@@ -231,10 +231,11 @@ def forcing(ckpt, source: str) -> None:
 # ------------------------------------------------------------------ the page
 
 
-def decoder_page(ckpt) -> None:
+def decoder_page(ckpt) -> str | None:
+    """The page's sections for ``ckpt``; returns the source sentence (None when there is none)."""
     source = sentence_input(ckpt, "decoding.text", "dec_text")
     if source is None:
-        return
+        return None
     section = st.segmented_control(t("decoding.section_label"), SECTIONS, required=True,
                                    format_func=lambda s: t(f"decoding.section.{s}"),
                                    key=bind(SECTION, key="decoding.section"))
@@ -245,6 +246,7 @@ def decoder_page(ckpt) -> None:
         compare(ckpt, source)
     else:
         forcing(ckpt, source)
+    return source
 
 
 st.title(t("decoding.title"))
@@ -254,10 +256,32 @@ st.latex(r"P(y\mid x)=\prod_{t=1}^{T} P(y_t\mid y_{<t},\,x)\qquad "
          r"P_\tau(w)\propto P(w\mid y_{<t},\,x)^{1/\tau}")
 st.caption(t("decoding.formula_note"))
 checkpoint = selected_model()
-if checkpoint is not None:
-    decoder_page(checkpoint)
+source = decoder_page(checkpoint) if checkpoint is not None else None
 with st.container(border=True):
     st.markdown(f"**{t('decoding.try.heading')}**")
     st.markdown(t("decoding.try.body"))
+
+
+# ------------------------------------------------------------------ what the key/value cache saves
+
+
+def cache_section(ckpt, source: str) -> None:
+    """Per step of the real cached greedy decode: key/value pairs computed, and reused from the cache."""
+    savings = computed(cache_savings, source, model=ckpt)
+    if not savings.tokens:
+        return
+    st.subheader(t("decoding.cache.heading"))
+    st.markdown(t("decoding.cache.intro", layers=savings.n_layers, source=savings.source_len))
+    chart = pictures.cache_bars(savings.tokens, savings.computed, savings.reused,
+                                computed_name=t("decoding.cache.computed"), reused_name=t("decoding.cache.reused"),
+                                x_title=t("decoding.cache.x_title"), y_title=t("decoding.cache.y_title"),
+                                hover=t("decoding.cache.hover"))
+    plot(chart, key="decoding.cache_chart", config=PLOT_CONFIG)
+    st.markdown(t("decoding.cache.total", steps=len(savings.tokens), computed=savings.total_computed,
+                  without=savings.total_without, ratio=f"{savings.total_without / savings.total_computed:.1f}"))
+
+
+if source is not None:
+    cache_section(checkpoint, source)
 
 tour_links("decoding")

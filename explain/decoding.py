@@ -21,6 +21,7 @@ TRACE_K = 8  # candidates listed per step
 EOS, BOS = "<eos>", "<bos>"
 BEAM_COLUMNS = ("step", "rank", "text", "score", "finished")
 FORCING_COLUMNS = ("position", "reads_true", "should", "predicts", "p_true", "ok", "reads_own", "writes_own")
+CACHE_COLUMNS = ("step", "writes", "computed", "reused", "without")
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,51 @@ def teacher_forcing(checkpoint: Any, source: str, target: str) -> TeacherForcing
         n_correct=int(result.n_correct),
         score=float(result.score),
     )
+
+
+@dataclass(frozen=True)
+class CacheSavings:
+    """Per step of the real cached greedy decode: key/value pairs (one position's key and value in one
+    attention of one layer) computed, reused from the cache, and computed again without the cache."""
+
+    tokens: list[str]  # the token written at each step
+    computed: list[int]  # with the cache: the newest position's pairs (+ the memory's at step 1)
+    reused: list[int]  # read from the cache instead
+    without: list[int]  # the same step without a cache: every pair again
+    n_layers: int
+    source_len: int
+
+    @property
+    def total_computed(self) -> int:
+        return sum(self.computed)
+
+    @property
+    def total_without(self) -> int:
+        return sum(self.without)
+
+
+def cache_savings(checkpoint: Any, source: str) -> CacheSavings:
+    """What the key/value cache saved when greedy decoding ``source``, read off the cache at every step."""
+    tok, tgt_tok, model = checkpoint.tokenizer, target_tokenizer(checkpoint), checkpoint.model
+    src = tok.encode(source)[: model.config.max_len]
+    steps = decoding.cache_usage(model, src, max_len=decode_limit(checkpoint, source), bos_id=tgt_tok.bos_id,
+                                 eos_id=tgt_tok.eos_id)
+    return CacheSavings(
+        tokens=tgt_tok.token_strings([s.token for s in steps]),
+        computed=[s.self_computed + s.cross_computed for s in steps],
+        reused=[s.self_reused + s.cross_reused for s in steps],
+        without=[s.uncached for s in steps],
+        n_layers=model.config.n_layers,
+        source_len=len(src),
+    )
+
+
+def cache_table(savings: CacheSavings, columns: dict[str, str], *, show: Callable[[str], str] = str) -> pd.DataFrame:
+    """One row per step; ``columns`` maps each of :data:`CACHE_COLUMNS` to its shown header."""
+    rows = [{"step": i + 1, "writes": show(token), "computed": c, "reused": r, "without": w}
+            for i, (token, c, r, w) in enumerate(zip(savings.tokens, savings.computed, savings.reused,
+                                                     savings.without))]
+    return pd.DataFrame(rows, columns=list(CACHE_COLUMNS)).rename(columns=columns)
 
 
 def generated_tokens(trace: DecodeTrace, upto: int | None = None) -> list[str]:

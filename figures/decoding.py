@@ -113,6 +113,26 @@ def forcing(tokens: Sequence[str], true_probs: Sequence[float], correct: Sequenc
     return fig
 
 
+def cache_bars(tokens: Sequence[str], computed: Sequence[int], reused: Sequence[int], *, computed_name: str,
+               reused_name: str, x_title: str, y_title: str, hover: str) -> go.Figure:
+    """Key/value pairs per decoding step: computed with the cache (solid) under those reused from it.
+
+    The whole bar is what the same step computes without a cache (every pair again); ``hover`` is
+    a template with ``%{customdata}`` (the token written) and ``%{y}``.
+    """
+    steps = list(range(1, len(tokens) + 1))
+    labels = [token_label(tok) for tok in tokens]
+    bars = [go.Bar(x=steps, y=list(values), name=name, marker_color=color, customdata=labels,
+                   hovertemplate=f"{name}<br>{hover}<extra></extra>")
+            for values, name, color in ((computed, computed_name, CHOSEN_COLOR),
+                                        (reused, reused_name, CANDIDATE_COLOR))]
+    fig = figure(*bars, height=300, barmode="stack",
+                 legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0))
+    fig.update_xaxes(title=x_title, tickmode="array", tickvals=steps, ticktext=labels)
+    fig.update_yaxes(title=y_title, rangemode="tozero")
+    return fig
+
+
 def step_figure(triangle_fig: go.Figure, topk_fig: go.Figure, cross_fig: go.Figure) -> go.Figure:
     """One step as one figure: the triangle beside the next-token bars, the cross-attention below.
 

@@ -1,9 +1,15 @@
 """Turning a trained Transformer into text: greedy, beam search and sampling, each with a trace.
 
-The source is encoded ONCE (``model.encode``); then the decoder is run again on the growing
-prefix ``[<bos>, y_1, ..., y_t]`` and only its last position is read. No key/value cache: the
-models are tiny, and re-running the whole prefix gives the full attention triangle at every step
-for free. Every function runs under ``torch.inference_mode`` and needs an eval-mode model (dropout
+The source is encoded ONCE (``model.encode``); then :func:`decode_loop`, the one decoder loop,
+extends the prefix ``[<bos>, y_1, ..., y_t]`` a token at a time. Greedy, sampling, beam search and
+batch greedy (:func:`greedy_ids`, used by training-time evaluation and the pages) differ only in
+the ``pick`` they give it. With the key/value cache (the default) each step runs the decoder on the
+newest position only: per layer, self-attention appends that position's key and value to the
+cache, and cross-attention computes the memory's keys and values once; RoPE rotates the new query
+and key at their absolute position. ``use_cache=False`` re-runs the whole prefix every step (same
+tokens and log-probabilities within float rounding; kept for the parity test and the benchmark).
+The attention triangle a step shows is then built from the rows of the earlier steps.
+Every function runs under ``torch.inference_mode`` and needs an eval-mode model (dropout
 would make the same input decode differently each time).
 
 ``max_len`` counts generated tokens, ``<eos>`` included, so the longest decoder input is
@@ -24,7 +30,8 @@ from typing import Callable, Sequence
 
 import torch
 
-from model.transformer import EncoderOutput, ForwardOptions, Transformer
+from model.trace import Trace
+from model.transformer import DecoderCache, EncoderOutput, ForwardOptions, Transformer
 
 DEFAULT_BOS_ID = 1
 DEFAULT_EOS_ID = 2
@@ -195,9 +202,9 @@ def _trace_options(options: ForwardOptions | None) -> ForwardOptions:
     return replace(options or ForwardOptions(), need_weights=True, need_details=False)
 
 
-# -- one decoder step ---------------------------------------------------------------------------
-def _encode(model: Transformer, src: list[int], opts: ForwardOptions) -> EncoderOutput:
-    return model.encode(torch.tensor([src], dtype=torch.long, device=model.device), opts)
+# -- the one decoder loop -----------------------------------------------------------------------
+def _encode(model: Transformer, src: list[int], opts: ForwardOptions, trace: Trace | None = None) -> EncoderOutput:
+    return model.encode(torch.tensor([src], dtype=torch.long, device=model.device), opts, trace)
 
 
 def _repeat(encoded: EncoderOutput, n: int) -> EncoderOutput:
@@ -208,29 +215,197 @@ def _repeat(encoded: EncoderOutput, n: int) -> EncoderOutput:
     return EncoderOutput(encoded.memory.expand(n, -1, -1), mask, (), ())
 
 
+def _rows(encoded: EncoderOutput, rows: torch.Tensor) -> EncoderOutput:
+    """The encoder output of batch rows ``rows`` (B',), e.g. beam search's parents."""
+    mask = None if encoded.src_mask is None else encoded.src_mask.index_select(0, rows)
+    return EncoderOutput(encoded.memory.index_select(0, rows), mask, (), ())
+
+
+def cache_is_exact(opts: ForwardOptions, trace: Trace | None = None) -> bool:
+    """Whether cached decoding computes what the full prefix would: only when no position sees a later one.
+
+    Without the look-ahead mask (or with a replaced mask builder or attention function, which may
+    ignore it) earlier positions change as the prefix grows, so their cached keys would be stale.
+    """
+    replaced = set(trace.replace) if trace is not None else set()
+    return opts.use_look_ahead_mask and not replaced & {"look_ahead_mask", "attention"}
+
+
 @dataclass(frozen=True)
 class _StepOutput:
-    logprobs: torch.Tensor  # (B, V) float32 CPU, next-token log-probabilities at temperature 1
-    decoder_attention: torch.Tensor  # (B, L, H, t, t) CPU float
-    cross_attention: torch.Tensor  # (B, L, H, S) CPU float, last query row only
+    logprobs: torch.Tensor  # (B, V) float32 on the model's device, next-token log-probabilities at temperature 1
+    decoder_attention: torch.Tensor | None  # (B, L, H, t, t) CPU float, the whole triangle so far; None without weights
+    cross_attention: torch.Tensor | None  # (B, L, H, S) CPU float, last query row only
+    computed: int  # decoder positions computed at this step (1 with the cache, t without)
 
 
-def _next_token(
-    model: Transformer, prefixes: list[list[int]], encoded: EncoderOutput, opts: ForwardOptions
-) -> _StepOutput:
-    """Run the decoder on B prefixes of equal length t and read their last position."""
-    tgt = torch.tensor(prefixes, dtype=torch.long, device=model.device)  # (B, t)
-    out = model.decode(tgt, _repeat(encoded, len(prefixes)), opts)
-    logprobs = safe_logprobs(out.logits[:, -1])  # (B, V)
-    self_attn = torch.stack(out.decoder_attention, dim=1)  # (B, L, H, t, t)
-    cross_row = torch.stack(out.cross_attention, dim=1)[:, :, :, -1]  # (B, L, H, S)
-    return _StepOutput(logprobs.cpu(), self_attn.float().cpu(), cross_row.float().cpu())
+@dataclass(frozen=True)
+class Pick:
+    """What a decoding strategy does after a step.
+
+    next_ids: (B',) tokens appended to the rows (None: append nothing); rows: (B',) which rows they
+    extend, in order (beam search's parents; None: every row, as it is); stop: end after this.
+    """
+
+    next_ids: torch.Tensor | None
+    rows: torch.Tensor | None = None
+    stop: bool = False
+
+
+def _grow(triangle: torch.Tensor | None, new_rows: torch.Tensor) -> torch.Tensor:
+    """(B, L, H, t-1, t-1) triangle + (B, L, H, 1, t) newest row -> (B, L, H, t, t)."""
+    if triangle is None:
+        return new_rows
+    grown = torch.nn.functional.pad(triangle, (0, 1, 0, 1))  # (B, L, H, t, t), a new tensor
+    grown[..., -1:, :] = new_rows
+    return grown
+
+
+def decode_loop(
+    model: Transformer,
+    encoded: EncoderOutput,
+    prefixes: torch.Tensor,
+    max_steps: int,
+    pick: Callable[[_StepOutput], Pick],
+    *,
+    opts: ForwardOptions,
+    trace: Trace | None = None,
+    use_cache: bool = True,
+    should_stop: StopCheck | None = None,
+    cache: DecoderCache | None = None,
+) -> torch.Tensor:
+    """THE decoder loop: run the decoder, let ``pick`` choose, append; at most ``max_steps`` steps.
+
+    encoded: the source's encoder output, one row or one per prefix; prefixes: (B, t0) decoder
+    inputs (usually [[<bos>]]). Each step hands ``pick`` the next-token log-probabilities of every
+    row (and, when ``opts.need_weights``, the attention); its :class:`Pick` says what to append and
+    to which rows. With ``use_cache`` (and :func:`cache_is_exact`) the decoder computes only the new
+    position; the cache and the rows follow ``Pick.rows``. Returns the final (B', t) prefixes.
+    ``cache``: an empty DecoderCache to use (so the caller can look into it), else a new one.
+    Runs under the caller's no-grad / inference mode.
+    """
+    if not (use_cache and cache_is_exact(opts, trace)):
+        cache = None
+    elif cache is None:
+        cache = DecoderCache.empty(model.config.n_layers)
+    if encoded.memory.size(0) != prefixes.size(0):
+        encoded = _repeat(encoded, prefixes.size(0))
+    triangle = None
+    for _ in range(max_steps):
+        _check_stop(should_stop)
+        computed = prefixes.size(1) - (cache.length if cache is not None else 0)
+        out = model.decode(prefixes, encoded, opts, trace, cache)
+        self_attn = cross_row = None
+        if opts.need_weights:
+            rows = torch.stack(out.decoder_attention, dim=1).float().cpu()  # (B, L, H, t_new, t)
+            triangle = _grow(triangle, rows) if cache is not None else rows
+            self_attn = triangle
+            cross_row = torch.stack(out.cross_attention, dim=1)[:, :, :, -1].float().cpu()  # (B, L, H, S)
+        choice = pick(_StepOutput(safe_logprobs(out.logits[:, -1]), self_attn, cross_row, computed))
+        if choice.rows is not None:
+            rows = choice.rows.to(prefixes.device)
+            prefixes, encoded = prefixes.index_select(0, rows), _rows(encoded, rows)
+            if triangle is not None:
+                triangle = triangle.index_select(0, choice.rows.cpu())
+            if cache is not None:
+                cache.reorder(rows)
+        if choice.next_ids is not None:
+            prefixes = torch.cat([prefixes, choice.next_ids.to(prefixes)[:, None]], dim=1)  # (B', t + 1)
+        if choice.stop:
+            break
+    return prefixes
+
+
+def greedy_ids(
+    model: Transformer,
+    src: torch.Tensor,
+    max_new: int,
+    opts: ForwardOptions = ForwardOptions(need_weights=False),
+    *,
+    trace: Trace | None = None,
+    use_cache: bool = True,
+    bos_id: int = DEFAULT_BOS_ID,
+    eos_id: int = DEFAULT_EOS_ID,
+    should_stop: StopCheck | None = None,
+) -> torch.Tensor:
+    """Greedy decoding of a whole batch at once: src (B, S) padded -> generated ids (B, <= max_new).
+
+    The encoder runs once; a row that produced <eos> (kept) emits <pad> after it; decoding stops
+    when every row is done or after max_new tokens. No attention is kept (the fast path). ``trace``
+    carries interventions (its tensors are not recorded step by step: pass ``Trace(record=False, ...)``).
+    """
+    fast = replace(opts, need_weights=False, need_details=False)
+    B, pad_id = src.size(0), model.config.pad_id
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+
+    def pick(step: _StepOutput) -> Pick:
+        nonlocal done
+        next_id = step.logprobs.argmax(-1).masked_fill(done, pad_id)  # (B,)
+        done = done | (next_id == eos_id)
+        return Pick(next_id, stop=bool(done.all()))
+
+    with torch.inference_mode():
+        encoded = model.encode(src, fast, trace)
+        start = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)
+        out = decode_loop(model, encoded, start, max_new, pick, opts=fast, trace=trace, use_cache=use_cache,
+                          should_stop=should_stop)
+    return out[:, 1:]
+
+
+@dataclass(frozen=True)
+class CacheStep:
+    """What one step of greedy decoding computed and reused, in key/value pairs summed over the layers.
+
+    One pair is one position's key and value in one attention of one layer. With the cache,
+    self-attention computes the newest position's pair and reuses the earlier ones; cross-attention
+    computes the memory's S pairs at the first step and reuses them after. Without it, every step
+    computes all t + S pairs per layer again (``uncached``).
+    """
+
+    step: int  # 1-based
+    token: int  # the token written at this step
+    self_computed: int
+    self_reused: int
+    cross_computed: int
+    cross_reused: int
+    uncached: int  # pairs the same step computes without the cache
+
+
+def cache_usage(model: Transformer, src_ids: Sequence[int], *, max_len: int, bos_id: int = DEFAULT_BOS_ID,
+                eos_id: int = DEFAULT_EOS_ID) -> list[CacheStep]:
+    """Greedy decoding of ``src_ids`` with the cache, read off the cache itself after every step."""
+    _check_model(model)
+    src = _check_source(model, src_ids)
+    _check_max_len(model, max_len)
+    opts = ForwardOptions(need_weights=False)
+    cache = DecoderCache.empty(model.config.n_layers)
+    rows: list[CacheStep] = []
+    before = {"self": [0] * model.config.n_layers, "cross": [0] * model.config.n_layers}
+
+    def pick(step: _StepOutput) -> Pick:
+        self_now = [c.length for c in cache.self_attn]
+        cross_now = [c.length for c in cache.cross_attn]
+        chosen = int(step.logprobs[0].argmax())
+        rows.append(CacheStep(
+            step=len(rows) + 1, token=chosen,
+            self_computed=sum(n - b for n, b in zip(self_now, before["self"])), self_reused=sum(before["self"]),
+            cross_computed=sum(n - b for n, b in zip(cross_now, before["cross"])), cross_reused=sum(before["cross"]),
+            uncached=sum(self_now) + sum(cross_now),
+        ))
+        before["self"], before["cross"] = self_now, cross_now
+        return Pick(torch.tensor([chosen]), stop=chosen == eos_id)
+
+    with torch.inference_mode():
+        start = torch.tensor([[bos_id]], dtype=torch.long, device=model.device)
+        decode_loop(model, _encode(model, src, opts), start, max_len, pick, opts=opts, cache=cache)
+    return rows
 
 
 def _make_step(
-    prefix: list[int], chosen: int, step: _StepOutput, row: int, top_k: int, sampling_probs: torch.Tensor | None = None
+    prefix: list[int], chosen: int, step: _StepOutput, row: int, top_k: int, sampling_probs: torch.Tensor | None = None,
+    logprobs: torch.Tensor | None = None,
 ) -> DecodeStep:
-    logprobs = step.logprobs[row]  # (V,)
+    logprobs = (step.logprobs if logprobs is None else logprobs)[row].cpu()  # (V,)
     top = logprobs.topk(min(top_k, logprobs.numel()))
     return DecodeStep(
         prefix=list(prefix),
@@ -254,27 +429,32 @@ def _run_single(
     options: ForwardOptions | None,
     choose: Callable[[torch.Tensor], tuple[int, torch.Tensor | None]],
     should_stop: StopCheck | None = None,
+    use_cache: bool = True,
 ) -> DecodeResult:
-    """The loop shared by greedy and sampling: one hypothesis, ``choose(logprobs) -> (id, probs | None)``."""
+    """Greedy and sampling: one hypothesis, ``choose(logprobs (V,) CPU) -> (id, probs | None)``."""
     _check_model(model)
     src = _check_source(model, src_ids)
     _check_max_len(model, max_len)
     _check_top_k(top_k)
     opts = _trace_options(options)
+    steps: list[DecodeStep] = []
+    prefix = [bos_id]
+
+    def pick(step: _StepOutput) -> Pick:
+        logprobs = step.logprobs.cpu()  # (1, V)
+        chosen, sampling_probs = choose(logprobs[0])
+        steps.append(_make_step(prefix, chosen, step, 0, top_k, sampling_probs, logprobs))
+        if chosen == eos_id:
+            return Pick(None, stop=True)
+        prefix.append(chosen)
+        return Pick(torch.tensor([chosen]))
+
     with torch.inference_mode():
-        encoded = _encode(model, src, opts)
-        prefix, steps, score, finished = [bos_id], [], 0.0, False
-        for _ in range(max_len):
-            _check_stop(should_stop)
-            step = _next_token(model, [prefix], encoded, opts)
-            chosen, sampling_probs = choose(step.logprobs[0])
-            steps.append(_make_step(prefix, chosen, step, 0, top_k, sampling_probs))
-            score += steps[-1].chosen_logprob
-            if chosen == eos_id:
-                finished = True
-                break
-            prefix = prefix + [chosen]
-    return DecodeResult(tokens=prefix[1:], finished=finished, score=score, steps=steps)
+        start = torch.tensor([[bos_id]], dtype=torch.long, device=model.device)
+        decode_loop(model, _encode(model, src, opts), start, max_len, pick, opts=opts, use_cache=use_cache,
+                    should_stop=should_stop)
+    finished = bool(steps) and steps[-1].chosen == eos_id
+    return DecodeResult(tokens=prefix[1:], finished=finished, score=sum(s.chosen_logprob for s in steps), steps=steps)
 
 
 # -- greedy ---------------------------------------------------------------------------------------
@@ -288,6 +468,7 @@ def greedy_decode(
     top_k: int = 5,
     options: ForwardOptions | None = None,
     should_stop: StopCheck | None = None,
+    use_cache: bool = True,
 ) -> DecodeResult:
     """Always append the single most likely next token; stop at <eos> or after max_len tokens.
 
@@ -295,7 +476,7 @@ def greedy_decode(
     """
     return _run_single(
         model, src_ids, max_len, bos_id, eos_id, top_k, options, lambda logprobs: (int(logprobs.argmax()), None),
-        should_stop,
+        should_stop, use_cache,
     )
 
 
@@ -335,6 +516,7 @@ def sample_decode(
     trace_k: int = 5,
     options: ForwardOptions | None = None,
     should_stop: StopCheck | None = None,
+    use_cache: bool = True,
 ) -> DecodeResult:
     """Draw each next token at random from the model's distribution, reshaped by temperature and top-k.
 
@@ -361,7 +543,7 @@ def sample_decode(
             return int(logprobs.argmax()), probs
         return int(torch.multinomial(probs, 1, generator=generator)), probs
 
-    return _run_single(model, src_ids, max_len, bos_id, eos_id, trace_k, options, choose, should_stop)
+    return _run_single(model, src_ids, max_len, bos_id, eos_id, trace_k, options, choose, should_stop, use_cache)
 
 
 # -- beam search ----------------------------------------------------------------------------------
@@ -394,6 +576,7 @@ def beam_search(
     top_k: int = 5,
     options: ForwardOptions | None = None,
     should_stop: StopCheck | None = None,
+    use_cache: bool = True,
 ) -> DecodeResult:
     """Keep the beam_size best prefixes at every step instead of only the best one.
 
@@ -433,37 +616,41 @@ def beam_search(
     live = [_Hypothesis([], 0.0, [])]
     finished: list[_Hypothesis] = []
     history: list[list[Beam]] = []
+
+    def pick(step: _StepOutput) -> Pick:
+        nonlocal live
+        logprobs = step.logprobs.cpu()  # (B, V), one row per live beam
+        scores = torch.tensor([h.score for h in live], dtype=torch.float64)
+        candidates = scores[:, None] + logprobs.double()  # (B, V) summed log-probs
+        V = candidates.size(1)
+        best = candidates.flatten().topk(min(2 * beam_size, candidates.numel()))
+        new_live, new_finished, parents = [], [], []
+        for rank, (total, flat) in enumerate(zip(best.values.tolist(), best.indices.tolist())):
+            row, token = divmod(flat, V)
+            parent = live[row]
+            if token == eos_id and rank >= beam_size:
+                continue
+            if token != eos_id and len(new_live) == beam_size:
+                continue
+            trace = parent.steps + [_make_step([bos_id] + parent.tokens, token, step, row, top_k, None, logprobs)]
+            if token == eos_id:
+                new_finished.append(_Hypothesis(parent.tokens, total, trace, finished=True))
+            else:
+                new_live.append(_Hypothesis(parent.tokens + [token], total, trace))
+                parents.append(row)
+        finished.extend(new_finished)
+        live = new_live
+        history.append([h.as_beam(length_penalty) for h in live + new_finished])
+        if not live:
+            return Pick(None, stop=True)
+        if finished and max(h.rank_score(length_penalty) for h in finished) >= max(best_reachable(h) for h in live):
+            return Pick(None, stop=True)
+        return Pick(torch.tensor([h.tokens[-1] for h in live]), rows=torch.tensor(parents))
+
     with torch.inference_mode():
-        encoded = _encode(model, src, opts)
-        for _ in range(max_len):
-            _check_stop(should_stop)
-            step = _next_token(model, [[bos_id] + h.tokens for h in live], encoded, opts)
-            scores = torch.tensor([h.score for h in live], dtype=torch.float64)
-            candidates = scores[:, None] + step.logprobs.double()  # (B, V) summed log-probs
-            V = candidates.size(1)
-            best = candidates.flatten().topk(min(2 * beam_size, candidates.numel()))
-            new_live, new_finished = [], []
-            for rank, (total, flat) in enumerate(zip(best.values.tolist(), best.indices.tolist())):
-                row, token = divmod(flat, V)
-                parent = live[row]
-                if token == eos_id and rank >= beam_size:
-                    continue
-                if token != eos_id and len(new_live) == beam_size:
-                    continue
-                trace = parent.steps + [_make_step([bos_id] + parent.tokens, token, step, row, top_k)]
-                if token == eos_id:
-                    new_finished.append(_Hypothesis(parent.tokens, total, trace, finished=True))
-                else:
-                    new_live.append(_Hypothesis(parent.tokens + [token], total, trace))
-            finished += new_finished
-            live = new_live
-            history.append([h.as_beam(length_penalty) for h in live + new_finished])
-            if not live:
-                break
-            if finished:
-                top_finished = max(h.rank_score(length_penalty) for h in finished)
-                if top_finished >= max(best_reachable(h) for h in live):
-                    break
+        start = torch.tensor([[bos_id]], dtype=torch.long, device=model.device)
+        decode_loop(model, _encode(model, src, opts), start, max_len, pick, opts=opts, use_cache=use_cache,
+                    should_stop=should_stop)
     pool = finished or live
     winner = max(pool, key=lambda h: h.rank_score(length_penalty))
     return DecodeResult(

@@ -14,6 +14,7 @@ from typing import Collection
 
 import torch
 
+from model.decoding import greedy_ids
 from model.tokenizer import BOS_ID, EOS_ID
 from model.trace import Trace
 from model.transformer import ForwardOptions, Transformer
@@ -98,16 +99,8 @@ def greedy_stream(
 ) -> torch.Tensor:
     """Greedy decoding of one source (1, S) with ``residual_off`` switched off -> generated ids (<= max_new,).
 
-    Like :func:`model.training.greedy_batch`: the encoder runs once, and decoding stops at <eos>
-    (which is kept) or after ``max_new`` tokens.
+    The one decoder loop (:func:`model.decoding.greedy_ids`, with the key/value cache): the encoder
+    runs once, and decoding stops at <eos> (which is kept) or after ``max_new`` tokens.
     """
     trace = Trace(residual_off=frozenset(residual_off), record=False)
-    with torch.no_grad():
-        encoded = model.encode(src_ids, opts, trace)
-        ys = torch.full((1, 1), bos_id, dtype=torch.long, device=src_ids.device)
-        for _ in range(max_new):
-            next_id = model.decode(ys, encoded, opts, trace).logits[:, -1].argmax(-1)
-            ys = torch.cat([ys, next_id[:, None]], dim=1)
-            if int(next_id) == eos_id:
-                break
-    return ys[0, 1:]
+    return greedy_ids(model, src_ids, max_new, opts, trace=trace, bos_id=bos_id, eos_id=eos_id)[0]

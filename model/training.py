@@ -29,7 +29,7 @@ from model.run_slots import RunSlots
 from model.schedule import noam_lr, noam_scheduler
 from model.tasks import TASK_NAMES, Task, batch_from_pairs, make_task
 from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
-from model.transformer import EncoderOutput, ForwardOptions, Transformer
+from model.transformer import ForwardOptions, Transformer
 
 STATES = ("idle", "queued", "running", "paused", "finished", "failed")
 LIVE_STATES = ("queued", "running")  # the states that change without anyone clicking
@@ -240,25 +240,15 @@ class RunSnapshot(RunStatus):
 
 @torch.inference_mode()
 def greedy_batch(model: Transformer, src: torch.Tensor, max_new: int, opts: ForwardOptions,
-                 encoded: EncoderOutput | None = None) -> torch.Tensor:
+                 use_cache: bool = True) -> torch.Tensor:
     """Greedy decoding of a whole batch at once: src (B, S) -> generated ids (B, <= max_new).
 
-    The encoder runs once (not at all when the caller hands in ``encoded``, src's encoder output);
-    rows that produced <eos> keep emitting <pad>; stops when all are done.
+    The one decoder loop (:func:`model.decoding.greedy_ids`, with the key/value cache): the encoder
+    runs once; rows that produced <eos> keep emitting <pad>; stops when all are done.
     """
-    fast = replace(opts, need_weights=False, need_details=False)
-    encoded = model.encode(src, fast) if encoded is None else encoded
-    B = src.size(0)
-    ys = torch.full((B, 1), BOS_ID, dtype=torch.long, device=src.device)  # (B, t)
-    done = torch.zeros(B, dtype=torch.bool, device=src.device)
-    for _ in range(max_new):
-        next_id = model.decode(ys, encoded, fast).logits[:, -1].argmax(-1)  # (B,)
-        next_id = next_id.masked_fill(done, PAD_ID)
-        ys = torch.cat([ys, next_id[:, None]], dim=1)
-        done |= next_id == EOS_ID
-        if bool(done.all()):
-            break
-    return ys[:, 1:]
+    from model.decoding import greedy_ids  # here, not at the top: model.decoding is the loop's one home
+
+    return greedy_ids(model, src, max_new, opts, use_cache=use_cache, bos_id=BOS_ID, eos_id=EOS_ID)
 
 
 class TrainingRun:

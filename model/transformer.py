@@ -95,6 +95,12 @@ def _attend(attention: MultiHeadAttention, memory, mask, run: Trace, kind: str, 
     )
 
 
+def _connection_trace(run: Trace) -> Trace | None:
+    """The trace a sublayer connection needs: None (its plain path) unless it records, drops a residual
+    or uses a replaced norm."""
+    return run if run.record or run.residual_off or "norm" in run.replace else None
+
+
 class EncoderLayer(nn.Module):
     """Self-attention, then feed-forward, each inside a residual + normalisation."""
 
@@ -108,15 +114,15 @@ class EncoderLayer(nn.Module):
     def forward(self, x, mask, run: Trace, index: int, need_weights: bool = False, need_details: bool = False):
         """x: (B, S, d), mask: (B, 1, 1, S) or None -> (x, weights (B, H, S, S) | None, details | None)."""
         name = f"encoder.{index}"
-        plain = None if run.residual_off == frozenset() and not run.record and not run.replace else run
+        connection = _connection_trace(run)
         x, weights, details = self.attn_sublayer(
             x, _attend(self.self_attn, None, mask, run, "encoder", index, f"{name}.self_attn", need_weights,
                        need_details),
-            plain, f"{name}.self_attn_sublayer", run.residual("encoder", index, "self_attn"),
+            connection, f"{name}.self_attn_sublayer", run.residual("encoder", index, "self_attn"),
         )
         x, = self.ff_sublayer(
-            x, lambda h: (self.feed_forward(h, plain, f"{name}.ffn"),),
-            plain, f"{name}.ffn_sublayer", run.residual("encoder", index, "ffn"),
+            x, lambda h: (self.feed_forward(h, connection, f"{name}.ffn"),),
+            connection, f"{name}.ffn_sublayer", run.residual("encoder", index, "ffn"),
         )
         return x, weights, details
 
@@ -140,22 +146,22 @@ class DecoderLayer(nn.Module):
         With ``cache``, y holds only the new positions start..start+T-1 and the cache the earlier ones.
         """
         name = f"decoder.{index}"
-        plain = None if run.residual_off == frozenset() and not run.record and not run.replace else run
+        connection = _connection_trace(run)
         self_cache = cache.self_attn[index] if cache is not None else None
         cross_cache = cache.cross_attn[index] if cache is not None else None
         y, self_w, self_d = self.self_attn_sublayer(
             y, _attend(self.self_attn, None, tgt_mask, run, "decoder", index, f"{name}.self_attn", need_weights,
                        need_details, self_cache, start),
-            plain, f"{name}.self_attn_sublayer", run.residual("decoder", index, "self_attn"),
+            connection, f"{name}.self_attn_sublayer", run.residual("decoder", index, "self_attn"),
         )
         y, cross_w, cross_d = self.cross_attn_sublayer(
             y, _attend(self.cross_attn, memory, src_mask, run, "cross", index, f"{name}.cross_attn", need_weights,
                        need_details, cross_cache, start),
-            plain, f"{name}.cross_attn_sublayer", run.residual("decoder", index, "cross_attn"),
+            connection, f"{name}.cross_attn_sublayer", run.residual("decoder", index, "cross_attn"),
         )
         y, = self.ff_sublayer(
-            y, lambda h: (self.feed_forward(h, plain, f"{name}.ffn"),),
-            plain, f"{name}.ffn_sublayer", run.residual("decoder", index, "ffn"),
+            y, lambda h: (self.feed_forward(h, connection, f"{name}.ffn"),),
+            connection, f"{name}.ffn_sublayer", run.residual("decoder", index, "ffn"),
         )
         return y, (self_w, self_d), (cross_w, cross_d)
 

@@ -298,3 +298,24 @@ def test_the_label_smoothing_note_links_to_the_output_page(app, lang):
     smoothing = [l for l in links if l.label == translate("common.smoothing_link", lang)]
     assert smoothing, [l.label for l in links]
     assert "output-and-loss" in smoothing[0].page and "out_view=smoothing" in smoothing[0].query_string
+
+
+# ------------------------------------------------------------------ what the key/value cache saves
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_cache_section_counts_the_pairs_of_the_real_greedy_decode(app, lang):
+    at = open_decoding(app, lang=lang)
+    assert translate("decoding.cache.heading", lang) in [h.value for h in at.subheader]
+    computed, reused = chart(at, "decoding.cache_chart")["data"]
+    assert computed["name"] == translate("decoding.cache.computed", lang)
+    computed, reused = values(computed["y"]), values(reused["y"])
+    n = int(step_slider(at).max)  # the greedy decode's steps
+    S = len(get_task("copy").example)  # the copy task's example is the default sentence, one token per character
+    steps = np.arange(1, n + 1)
+    assert len(computed) == n
+    assert (computed + reused == N_LAYERS * (steps + S)).all(), "with reuse, as many pairs as without the cache"
+    assert computed[0] == N_LAYERS * (1 + S) and (computed[1:] == N_LAYERS).all()
+    total = translate("decoding.cache.total", lang, steps=n, computed=int(computed.sum()),
+                      without=int((computed + reused).sum()), ratio="").split("(")[0].split("（")[0]
+    assert any(m.value.startswith(total) for m in at.markdown), total

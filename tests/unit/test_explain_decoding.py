@@ -123,3 +123,21 @@ def test_a_sampled_token_outside_the_most_likely_is_listed_last_with_both_probab
         # P_τ(a) / P_τ(b) = (P(a) / P(b))^(1/τ) for any two tokens of the distribution sampled from
         assert step.sampling_probs[-1] / step.sampling_probs[0] == pytest.approx(
             (step.top_probs[-1] / step.top_probs[0]) ** 0.5, rel=1e-4)
+
+
+def test_cache_savings_are_read_off_the_real_cached_greedy_decode(ckpt):
+    savings = dec.cache_savings(ckpt, "face")
+    greedy = dec.decode(ckpt, "face", "greedy")
+    assert savings.tokens == dec.generated_tokens(greedy)  # the same answer as the page's greedy decode
+    L, S = ckpt.model.config.n_layers, savings.source_len
+    assert (L, S) == (2, 4)
+    for t, (computed, reused, without) in enumerate(zip(savings.computed, savings.reused, savings.without), start=1):
+        # per layer: the newest position's pair (+ the memory's S pairs at the first step); the rest is reused
+        assert computed == L * (1 + (S if t == 1 else 0))
+        assert reused == L * ((t - 1) + (S if t > 1 else 0))
+        assert without == computed + reused == L * (t + S)
+    assert savings.total_computed < savings.total_without or len(savings.tokens) == 1
+    table = dec.cache_table(savings, {name: name.upper() for name in dec.CACHE_COLUMNS}, show=display_token)
+    assert list(table.columns) == [name.upper() for name in dec.CACHE_COLUMNS]
+    assert table["STEP"].tolist() == list(range(1, len(savings.tokens) + 1))
+    assert table["COMPUTED"].sum() == savings.total_computed

@@ -130,3 +130,14 @@ def test_the_top_row_titles_break_onto_two_lines(title, lines):
                          fd.topk(["a"], [1.0], "a", names=("m", "s"), title=title, x_title="", hover=""), cross())
     assert [note.text.split("<br>") for note in fig.layout.annotations[:2]] == [lines, lines]
     assert fig.layout.annotations[2].text == "Cross"
+
+
+def test_cache_bars_stack_what_is_computed_under_what_is_reused():
+    fig = fd.cache_bars(["a", " ", "<eos>"], [10, 2, 2], [0, 10, 12], computed_name="computed", reused_name="reused",
+                        x_title="step", y_title="pairs", hover="%{customdata}: %{y}")
+    assert fig.layout.barmode == "stack"
+    computed, reused = fig.data
+    assert (computed.name, reused.name) == ("computed", "reused")
+    assert list(computed.y) == [10, 2, 2] and list(reused.y) == [0, 10, 12]
+    assert list(computed.x) == [1, 2, 3] and list(computed.customdata)[2] == "&lt;eos&gt;"  # escaped for the hover
+    assert fig.layout.xaxis.title.text == "step" and fig.layout.yaxis.title.text == "pairs"
