@@ -10,7 +10,7 @@ sums to 1.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -20,9 +20,9 @@ import torch
 from explain.tokens import source_ids, target_ids, target_tokenizer
 from model.arrays import layer_stack, to_numpy
 from model.checkpoint import Checkpoint
-from model.decoding import decode_bound, safe_logprobs
+from model.decoding import Pick, decode_bound, decode_loop, safe_logprobs
+from model.tokenizer import BOS_ID, EOS_ID
 from model.trace import Trace
-from model.training import greedy_batch
 from model.transformer import ATTENTION_KINDS, EncoderOutput, ForwardOptions
 
 
@@ -56,12 +56,20 @@ class AttentionView:
 
 
 def _greedy(ckpt: Checkpoint, src: torch.Tensor, encoded: EncoderOutput, opts: ForwardOptions) -> str:
-    """The greedy answer to ``src`` (1, S) from its encoder output: at most ``decode_bound`` tokens."""
+    """The greedy answer to ``src`` (1, S) from its encoder output, by the model's one decoder loop (with its
+    key/value cache): the most likely token at each step, until <eos> or ``decode_bound`` tokens."""
     limit, n_src = ckpt.model.config.max_len, src.size(1)
     if not n_src:
         return ""
-    out = greedy_batch(ckpt.model, src, min(decode_bound(n_src, limit), limit - 1), opts, encoded)  # (1, <= max_new)
-    return target_tokenizer(ckpt).decode(out[0].tolist())
+
+    def pick(step) -> Pick:
+        next_id = step.logprobs.argmax(-1)  # (1,)
+        return Pick(next_id, stop=int(next_id[0]) == EOS_ID)
+
+    start = torch.full((1, 1), BOS_ID, dtype=torch.long, device=src.device)  # (1, 1)
+    out = decode_loop(ckpt.model, encoded, start, min(decode_bound(n_src, limit), limit - 1), pick,
+                      opts=replace(opts, need_weights=False))  # (1, 1 + generated): the steps need no maps
+    return target_tokenizer(ckpt).decode(out[0, 1:].tolist())
 
 
 def _options(use_padding_mask: bool, use_look_ahead_mask: bool, use_positional_encoding: bool, scale_scores: bool,
