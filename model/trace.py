@@ -121,7 +121,9 @@ class Trace:
     def __post_init__(self) -> None:
         unknown = sorted(set(self.replace) - set(REPLACEABLE))
         if unknown:
-            raise ValueError(f"Cannot replace {', '.join(unknown)}: the replaceable functions are {', '.join(REPLACEABLE)}.")
+            raise ValueError(
+                f"Cannot replace {', '.join(unknown)}: the replaceable functions are {', '.join(REPLACEABLE)}."
+            )
         self.heads_off = frozenset(self.heads_off)
         self.residual_off = frozenset(self.residual_off)
 
@@ -130,7 +132,8 @@ class Trace:
         try:
             return self.tensors[name]
         except KeyError:
-            raise KeyError(f"No {name!r} in this trace; names start with: {sorted({n.split('.')[0] for n in self.tensors})}") from None
+            starts = sorted({n.split(".")[0] for n in self.tensors})
+            raise KeyError(f"No {name!r} in this trace; its names start with: {', '.join(starts)}.") from None
 
     def __contains__(self, name: object) -> bool:
         return name in self.tensors

@@ -1,4 +1,5 @@
-"""model.trace: a forward's trace holds what the modules compute, for every variant, and each intervention does what it says."""
+"""model.trace: a forward's trace holds what the modules compute, for every variant, and each intervention does
+what it says."""
 import itertools
 import math
 
