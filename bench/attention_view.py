@@ -68,7 +68,7 @@ VIEWS = {"overview": overview, "inside": inside, "ablation": ablation}
 def reference(ckpt, source: str):
     """One plain forward of ``source`` and its answer: the same work a training step's forward does."""
     model = ckpt.model
-    answer = xa.attention_view(ckpt, source).answer
+    answer = xa.greedy_answer(ckpt, source)
     src = torch.tensor([ckpt.tokenizer.encode(source)], device=model.device)
     tgt = torch.tensor([[BOS_ID] + target_tokenizer(ckpt).encode(answer)], device=model.device)
 
