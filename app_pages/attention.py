@@ -4,9 +4,9 @@ import streamlit as st
 
 from explain.attention import (KINDS, AttentionView, HeadId, ablation_triples, all_heads, answer_ids, attention_csv,
                                attention_maps, attention_view, blocked_cells, every_head_csv, format_probability,
-                               head_statistics, long_attention_csv, mean_peak, most_focused_head, query_key_tokens,
-                               row_entropy, sequence_probability)
-from explain.head_output import head_outputs, head_outputs_csv, output_projection
+                               greedy_answer, head_statistics, long_attention_csv, mean_peak, most_focused_head,
+                               query_key_tokens, row_entropy, sequence_probability)
+from explain.head_output import head_outputs, head_outputs_csv
 from explain.pronoun import SENTENCES, PronounHeads, pronoun_frame, pronoun_heads
 from explain.tasks import expected_output, task_of
 from explain.tokens import target_tokenizer
@@ -197,7 +197,8 @@ def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> 
         entropy_hover=f"%{{y}}: %{{x:.2f}} {t('attention.inside.bits')}")
     plot(weights_fig, key="attention.weights", config=PLOT_CONFIG)
     if not scale:
-        st.info(t("attention.inside.raw_answer", answer=markdown_literal(view.answer, limit=60)),
+        raw_answer = computed(greedy_answer, source, model=ckpt, scale_scores=False)  # the views above decode nothing
+        st.info(t("attention.inside.raw_answer", answer=markdown_literal(raw_answer, limit=60)),
                 icon=":material/science:")
     csv_download("attention.export", lambda: attention_csv(weights, queries, keys),
                  f"attention_{kind}_L{layer}_H{head}_{'scaled' if scale else 'unscaled'}.csv",
@@ -209,8 +210,7 @@ def what_attention_produces(ckpt, view: AttentionView, kind: str, layer: int, he
     """After the weights: each head's weights · V, every head side by side, and W^O mixing them into
     the sublayer's output, with the shape of every step."""
     cfg = ckpt.model.config
-    w_o, bias = computed(output_projection, kind, layer, model=ckpt)
-    result = head_outputs(view, kind, layer, w_o, bias)
+    result = head_outputs(view, kind, layer)
     queries, keys = query_key_tokens(view, kind)
     sizes = dict(tq=len(queries), tk=len(keys), d_k=result.d_k, h=result.n_heads, hd=result.concat.shape[1],
                  d_model=result.output.shape[1], head=head)

@@ -10,19 +10,34 @@ sums to 1.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
-from explain.tokens import target_tokenizer
+from explain.tokens import source_ids, target_ids, target_tokenizer
 from model.arrays import layer_stack, to_numpy
-from model.decoding import decode_bound, safe_logprobs
-from model.tokenizer import BOS_ID
-from model.training import greedy_batch
-from model.transformer import ATTENTION_KINDS, ForwardOptions
+from model.checkpoint import Checkpoint
+from model.decoding import Pick, decode_bound, decode_loop, safe_logprobs
+from model.tokenizer import BOS_ID, EOS_ID
+from model.trace import Trace
+from model.transformer import ATTENTION_KINDS, EncoderOutput, ForwardOptions
+
+
+KINDS = ATTENTION_KINDS  # encoder self-attention, decoder self-attention, cross-attention
+DETAILS = ("q", "k", "v", "scores", "heads", "concat", "out")
+"""What ``need_details`` adds per kind, from the forward's trace (:mod:`model.trace`): q, k, v (L, H, T, d_k),
+scores (L, H, T_q, T_k), heads = weights · v (L, H, T_q, d_k), concat (L, T_q, H·d_k) and out = concat W^O + b
+(L, T_q, d_model)."""
+
+
+def _attention_name(kind: str, layer: int) -> str:
+    """The trace's name of attention ``kind`` in ``layer`` (0-based), e.g. ``"decoder.1.cross_attn"``."""
+    stack, sublayer = {"encoder": ("encoder", "self_attn"), "decoder": ("decoder", "self_attn"),
+                       "cross": ("decoder", "cross_attn")}[kind]
+    return f"{stack}.{layer}.{sublayer}"
 
 
 @dataclass(frozen=True)
@@ -31,36 +46,66 @@ class AttentionView:
 
     src_tokens: list[str]
     tgt_tokens: list[str]  # decoder input: <bos> + target
-    answer: str  # the model's greedy output for the source
+    answer: str | None  # the model's greedy output for the source; None when the view was given its target
     encoder: np.ndarray
     decoder: np.ndarray
     cross: np.ndarray
     next_token_probs: np.ndarray  # (T, V) softmax of the logits
     vocab: list[str]
-    details: dict = field(default_factory=dict)  # kind -> {"q","k","v","scores"}: (L, H, ...) arrays
+    details: dict = field(default_factory=dict)  # kind -> {name: (L, ...) array} for name in DETAILS
+
+
+def _greedy(ckpt: Checkpoint, src: torch.Tensor, encoded: EncoderOutput, opts: ForwardOptions) -> str:
+    """The greedy answer to ``src`` (1, S) from its encoder output, by the model's one decoder loop (with its
+    key/value cache): the most likely token at each step, until <eos> or ``decode_bound`` tokens."""
+    limit, n_src = ckpt.model.config.max_len, src.size(1)
+    if not n_src:
+        return ""
+
+    def pick(step) -> Pick:
+        next_id = step.logprobs.argmax(-1)  # (1,)
+        return Pick(next_id, stop=int(next_id[0]) == EOS_ID)
+
+    start = torch.full((1, 1), BOS_ID, dtype=torch.long, device=src.device)  # (1, 1)
+    out = decode_loop(ckpt.model, encoded, start, min(decode_bound(n_src, limit), limit - 1), pick,
+                      opts=replace(opts, need_weights=False))  # (1, 1 + generated): the steps need no maps
+    return target_tokenizer(ckpt).decode(out[0, 1:].tolist())
+
+
+def _options(use_padding_mask: bool, use_look_ahead_mask: bool, use_positional_encoding: bool, scale_scores: bool,
+             ablate_heads: tuple[tuple[str, int, int], ...]) -> ForwardOptions:
+    """The switches of a view as forward options, with the weights on: the explicit path, which every
+    view's maps come from (and the answer too, so a view and :func:`greedy_answer` always agree)."""
+    return ForwardOptions(use_padding_mask=use_padding_mask, use_look_ahead_mask=use_look_ahead_mask,
+                          use_positional_encoding=use_positional_encoding, scale_scores=scale_scores,
+                          need_weights=True, ablate_heads=tuple(ablate_heads))
 
 
 @torch.inference_mode()
-def greedy_answer(ckpt, source: str, options: ForwardOptions | None = None) -> str:
-    """The model's greedy answer to ``source`` (characters outside its alphabet become <unk>).
+def greedy_answer(
+    ckpt: Checkpoint,
+    source: str,
+    *,
+    use_padding_mask: bool = True,
+    use_look_ahead_mask: bool = True,
+    use_positional_encoding: bool = True,
+    scale_scores: bool = True,
+    ablate_heads: tuple[tuple[str, int, int], ...] = (),
+) -> str:
+    """The model's greedy answer to ``source`` (characters outside its alphabet become <unk>), with
+    the switches of :func:`attention_view`: always the answer of ``attention_view(ckpt, source, ...)``.
 
     At most ``decode_bound`` tokens: the source's length plus a margin, whatever ``max_len`` says.
     The source goes through ``ckpt.tokenizer``, the answer is written by ``ckpt.target_tokenizer``.
     """
-    tok, model = ckpt.tokenizer, ckpt.model
-    limit = model.config.max_len
-    ids = tok.encode(source)[:limit]
-    if not ids:
-        return ""
-    src = torch.tensor([ids], device=model.device)
-    opts = options or ForwardOptions(need_weights=False)
-    out = greedy_batch(model, src, min(decode_bound(len(ids), limit), limit - 1), opts)
-    return target_tokenizer(ckpt).decode(out[0].tolist())
+    opts = _options(use_padding_mask, use_look_ahead_mask, use_positional_encoding, scale_scores, ablate_heads)
+    src = source_ids(ckpt, source)  # (1, S)
+    return _greedy(ckpt, src, ckpt.model.encode(src, opts), opts) if src.size(1) else ""
 
 
 @torch.inference_mode()
 def attention_view(
-    ckpt,
+    ckpt: Checkpoint,
     source: str,
     target: str | None = None,
     *,
@@ -70,36 +115,30 @@ def attention_view(
     scale_scores: bool = True,
     ablate_heads: tuple[tuple[str, int, int], ...] = (),
     need_details: bool = False,
-    pad_source_to: int | None = None,
 ) -> AttentionView:
-    """Every attention map of one forward pass of ``source`` (and ``target``, default: the answer).
+    """Every attention map of one forward pass of ``source`` and ``target``.
 
-    ``pad_source_to`` appends <pad> tokens to the source so the padding mask has something to
-    hide (a batch of one sentence has no padding of its own).
+    The source is tokenised once and the encoder runs once: its output feeds the greedy decoding
+    (only when no ``target`` is given: the answer becomes the target) and the decoder's forward.
     """
-    tok, tgt_tok, model = ckpt.tokenizer, target_tokenizer(ckpt), ckpt.model
-    limit = model.config.max_len
-    src_ids = tok.encode(source)[:limit]
-    if pad_source_to is not None and pad_source_to > len(src_ids):
-        src_ids = src_ids + [tok.pad_id] * (min(pad_source_to, limit) - len(src_ids))
-    answer = greedy_answer(ckpt, source, ForwardOptions(  # the answer needs no attention maps: fast path
-        use_padding_mask=use_padding_mask, use_look_ahead_mask=use_look_ahead_mask,
-        use_positional_encoding=use_positional_encoding, scale_scores=scale_scores,
-        need_weights=False, ablate_heads=tuple(ablate_heads)))
-    target = answer if target is None else target
-    tgt_ids = ([BOS_ID] + tgt_tok.encode(target))[:limit]
-    src = torch.tensor([src_ids], device=model.device)
-    tgt = torch.tensor([tgt_ids], device=model.device)
-    out = model(src, tgt, use_padding_mask, use_look_ahead_mask, use_positional_encoding=use_positional_encoding,
-                scale_scores=scale_scores, need_details=need_details, ablate_heads=tuple(ablate_heads))
+    tgt_tok, model = target_tokenizer(ckpt), ckpt.model
+    opts = _options(use_padding_mask, use_look_ahead_mask, use_positional_encoding, scale_scores, ablate_heads)
+    trace = Trace() if need_details else None  # the details are what the forward records
+    src = source_ids(ckpt, source)  # (1, S)
+    encoded = model.encode(src, opts, trace)
+    answer = None
+    if target is None:
+        answer = target = _greedy(ckpt, src, encoded, opts)
+    tgt = target_ids(ckpt, target)  # (1, T): <bos> + target
+    out = model.decode(tgt, encoded, opts, trace)
     details = {}
-    if need_details:
-        for kind, dets in (("encoder", out.encoder_details), ("decoder", out.decoder_details),
-                           ("cross", out.cross_details)):
-            details[kind] = {name: layer_stack([getattr(d, name) for d in dets]) for name in ("q", "k", "v", "scores")}
+    if trace is not None:
+        layers = range(model.config.n_layers)
+        details = {kind: {name: layer_stack([trace[f"{_attention_name(kind, i)}.{name}"] for i in layers])
+                          for name in DETAILS} for kind in KINDS}
     return AttentionView(
-        src_tokens=tok.token_strings(src_ids),
-        tgt_tokens=tgt_tok.token_strings(tgt_ids),
+        src_tokens=ckpt.tokenizer.token_strings(src[0].tolist()),
+        tgt_tokens=tgt_tok.token_strings(tgt[0].tolist()),
         answer=answer,
         encoder=layer_stack(out.encoder_attention),
         decoder=layer_stack(out.decoder_attention),
@@ -111,9 +150,6 @@ def attention_view(
 
 
 # ------------------------------------------------------------------ one kind of attention of a view
-
-KINDS = ATTENTION_KINDS  # encoder self-attention, decoder self-attention, cross-attention
-
 
 def attention_maps(view: AttentionView, kind: str) -> np.ndarray:
     """(L, H, T_q, T_k) weights of ``kind`` (one of :data:`KINDS`) in ``view``."""

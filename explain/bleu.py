@@ -19,7 +19,6 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 import torch
@@ -27,6 +26,7 @@ from sacrebleu.metrics import BLEU
 
 from explain.tasks import task_of
 from model.bleu import TOKENIZE_FOR, corpus_bleu
+from model.checkpoint import Checkpoint
 from model.decoding import decode_bound
 from model.training import greedy_batch
 from model.transformer import ForwardOptions
@@ -44,7 +44,7 @@ MINUS_INFINITY = "−∞"  # log 0, as the order table writes it
 # ------------------------------------------------------------------ tokenisation
 
 
-def bleu_tokenize(checkpoint: Any) -> str:
+def bleu_tokenize(checkpoint: Checkpoint) -> str:
     """The sacrebleu tokenizer for a checkpoint's outputs: a translation task ``xx-yy`` takes
     ``model.bleu.TOKENIZE_FOR[yy]`` (``"zh"`` for Chinese output, ``"13a"`` for English), another
     word-level target tokenizer ``"13a"``, and the character tasks ``"char"``."""
@@ -83,12 +83,12 @@ class Sample:
         return self.output == self.reference
 
 
-def has_samples(checkpoint: Any) -> bool:
+def has_samples(checkpoint: Checkpoint) -> bool:
     """Whether the checkpoint's task can draw fresh (source, reference) pairs."""
     return task_of(checkpoint) is not None
 
 
-def decode_chunk(checkpoint: Any, seed: int, chunk: int) -> tuple[Sample, ...]:
+def decode_chunk(checkpoint: Checkpoint, seed: int, chunk: int) -> tuple[Sample, ...]:
     """Samples ``chunk·CHUNK`` to ``(chunk+1)·CHUNK − 1`` of the task's seeded stream
     (``random.Random(seed)``), each with the model's greedy answer, decoded as one batch.
 

@@ -10,6 +10,8 @@ import numpy as np
 import torch
 
 from model.arrays import to_numpy
+from model.checkpoint import Checkpoint
+
 
 @dataclass(frozen=True)
 class EmbeddingStages:
@@ -35,7 +37,7 @@ class EmbeddingStages:
 
 
 @torch.inference_mode()
-def embedding_stages(ckpt, ids: tuple[int, ...]) -> EmbeddingStages:
+def embedding_stages(ckpt: Checkpoint, ids: tuple[int, ...]) -> EmbeddingStages:
     """Look ``ids`` up in the model's real source embedding, scale, add the model's PE table."""
     model = ckpt.model
     embed = model.src_embed

@@ -10,27 +10,27 @@ the paper's base model.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 from torch.nn import functional as F
 
-from explain.residual import DecoderTarget, decoder_target, run_stream, source_ids, target_ids, target_tokenizer
+from explain.residual import DecoderTarget, decoder_target, forward_trace
+from explain.tokens import source_ids, target_ids, target_tokenizer
 from model.arrays import to_numpy
-from model.masks import padding_mask
-from model.transformer import ForwardOptions
+from model.checkpoint import Checkpoint
+from model.trace import Trace
 
 PAPER_D_MODEL, PAPER_D_FF, PAPER_LAYERS = 512, 2048, 6  # the paper's base model
 
 
-def ffn_kind(ckpt: Any) -> str:
+def ffn_kind(ckpt: Checkpoint) -> str:
     """"relu" (the paper's) or "swiglu" (the gated variant), as the model's config says (old configs: relu)."""
     return getattr(ckpt.model.config, "ffn_kind", "relu")
 
 
-def _layers(ckpt: Any, stack: str):
+def _layers(ckpt: Checkpoint, stack: str):
     return ckpt.model.encoder_layers if stack == "encoder" else ckpt.model.decoder_layers
 
 
@@ -58,26 +58,16 @@ class FFNView:
     off_share: np.ndarray  # (T,)
 
 
-def _stack_input(ckpt: Any, source: str, stack: str, layer: int):
-    """(x (T, d) that the FFN of ``stack``/``layer`` reads, the stack's token strings, the decoder target, trace)."""
+def _layer_record(ckpt: Checkpoint, source: str, stack: str, layer: int) -> tuple[dict[str, torch.Tensor],
+                                                                                 DecoderTarget, Trace]:
+    """(what the forward pass recorded in layer ``layer`` of ``stack``, keyed as ``"ffn.hidden"``, the decoder
+    target, the whole trace): one forward of ``source`` and its decoder target, read from its trace."""
     target = decoder_target(ckpt, source)
-    trace = run_stream(ckpt, source, target.text)
-    s = next(t for t in trace.sublayers if (t.stack, t.layer, t.sublayer) == (stack, layer, "ffn"))
-    return s.sublayer_in[0], target, trace
+    trace = forward_trace(ckpt, source, target.text)
+    return trace.layer(stack, layer), target, trace
 
 
-def _parts(module, x: torch.Tensor, kind: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(pre, post, hidden) of the FFN ``module`` on ``x`` (T, d), as its forward computes them."""
-    if kind == "swiglu":
-        gate = module.linear_gate(x)
-        post = F.silu(gate)
-        return gate, post, post * module.linear1(x)
-    pre = module.linear1(x)
-    post = F.relu(pre)
-    return pre, post, post
-
-
-def stack_tokens(ckpt: Any, source: str, stack: str, target: str) -> list[str]:
+def stack_tokens(ckpt: Checkpoint, source: str, stack: str, target: str) -> list[str]:
     """The token strings of the positions of ``stack``: the source's, or <bos> + the target's."""
     if stack == "encoder":
         return ckpt.tokenizer.token_strings(source_ids(ckpt, source)[0].tolist())
@@ -85,13 +75,14 @@ def stack_tokens(ckpt: Any, source: str, stack: str, target: str) -> list[str]:
 
 
 @torch.inference_mode()
-def ffn_view(ckpt: Any, source: str, stack: str, layer: int) -> FFNView:
+def ffn_view(ckpt: Checkpoint, source: str, stack: str, layer: int) -> FFNView:
     """The FFN of layer ``layer`` (0-based) of ``stack`` ("encoder" | "decoder") on ``source``."""
-    x, target, _ = _stack_input(ckpt, source, stack, layer)
-    module = _layers(ckpt, stack)[layer].feed_forward
+    record, target, _ = _layer_record(ckpt, source, stack, layer)
+    x = record["ffn_sublayer.sublayer_in"][0]  # (T, d): what the FFN reads
+    pre, hidden = record["ffn.hidden_pre"][0], record["ffn.hidden"][0]  # (T, hidden) each
     kind = ffn_kind(ckpt)
-    pre, post, hidden = _parts(module, x, kind)
-    output = module.linear2(hidden)
+    post = F.silu(pre) if kind == "swiglu" else hidden  # ReLU's hidden is its activation; SwiGLU's is gated
+    output = record["ffn.out"][0]  # (T, d)
     return FFNView(stack, layer, kind, stack_tokens(ckpt, source, stack, target.text), target, to_numpy(x),
                    to_numpy(pre), to_numpy(post), to_numpy(hidden), to_numpy(output),
                    to_numpy((pre <= 0).double().mean(dim=-1)))
@@ -134,24 +125,19 @@ class PositionWise:
     twin_gap: float
 
 
-def _self_attention_mask(ckpt: Any, source: str, stack: str, target: str):
-    """The mask the stack's self-attention uses, as Transformer.encode / decode build it."""
-    model = ckpt.model
-    if stack == "encoder":
-        return padding_mask(source_ids(ckpt, source), model.config.pad_id)
-    return model.target_mask(target_ids(ckpt, target), ForwardOptions())
-
-
 @torch.inference_mode()
-def position_wise(ckpt: Any, source: str, stack: str, layer: int, copy_from: int, copy_to: int) -> PositionWise:
+def position_wise(ckpt: Checkpoint, source: str, stack: str, layer: int, copy_from: int, copy_to: int) -> PositionWise:
     """Copy one position's vector into another and compare what the FFN and self-attention write, per position."""
-    x, target, _ = _stack_input(ckpt, source, stack, layer)
+    record, target, trace = _layer_record(ckpt, source, stack, layer)
+    x = record["ffn_sublayer.sublayer_in"][0]  # (T, d)
     T = x.size(0)
     copy_from, copy_to = min(max(copy_from, 0), T - 1), min(max(copy_to, 0), T - 1)
     changed = x.clone()
     changed[copy_to] = x[copy_from]
+    # What the FFN and the self-attention write for an input the forward never saw: the modules themselves,
+    # on x and on the changed x, with the mask the forward used (absent from the trace when it was None).
     block = _layers(ckpt, stack)[layer]
-    mask = _self_attention_mask(ckpt, source, stack, target.text)
+    mask = trace.tensors.get(f"{stack}.mask")
 
     def attend(v: torch.Tensor) -> torch.Tensor:
         return block.self_attn(v[None], None, mask)[0][0]
@@ -197,7 +183,7 @@ def _count(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
-def model_layer_row(ckpt: Any, stack: str) -> dict:
+def model_layer_row(ckpt: Checkpoint, stack: str) -> dict:
     """One layer of ``stack`` of this model, counted from its modules."""
     block = _layers(ckpt, stack)[0]
     attention = _count(block.self_attn) + (_count(block.cross_attn) if stack == "decoder" else 0)
@@ -212,14 +198,14 @@ def paper_layer_row(stack: str, d_model: int = PAPER_D_MODEL, d_ff: int = PAPER_
                 (attentions + 1) * norm_parameters(d_model))
 
 
-def parameter_rows(ckpt: Any) -> pd.DataFrame:
+def parameter_rows(ckpt: Checkpoint) -> pd.DataFrame:
     """Per layer of each stack: parameters in the FFN, the attention(s) and the norms, this model and the paper's."""
     rows = [model_layer_row(ckpt, stack) for stack in ("encoder", "decoder")]
     rows += [paper_layer_row(stack) for stack in ("encoder", "decoder")]
     return pd.DataFrame(rows, columns=PARAMETER_COLUMNS)
 
 
-def model_sizes(ckpt: Any) -> dict[str, int]:
+def model_sizes(ckpt: Checkpoint) -> dict[str, int]:
     """d_model, the FFN's hidden width (d_ff, or the SwiGLU width) and the layers of this model."""
     cfg = ckpt.model.config
     hidden = _layers(ckpt, "encoder")[0].feed_forward.linear2.in_features

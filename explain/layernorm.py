@@ -3,9 +3,9 @@ BatchNorm on a padded batch, and RMSNorm beside LayerNorm on one token's vector.
 
 A *norm site* names one normalisation of the model as ``"<stack>.<layer>.<sublayer>"`` (e.g.
 ``"decoder.0.cross_attn"``: the norm of the decoder's first cross-attention connection), or
-``"<stack>.final"`` for the norm a pre-norm stack ends with. What the norm reads comes from
-:func:`model.stream.trace_stream` (post-norm: ``x + Sublayer(x)``; pre-norm: ``x``), and its output
-from the model's own norm module, so the page shows exactly what the model computes.
+``"<stack>.final"`` for the norm a pre-norm stack ends with. What the norm reads (post-norm:
+``x + Sublayer(x)``; pre-norm: ``x``) and what it writes come from the trace of the model's own forward
+(:mod:`model.trace`), so the page shows exactly what the model computes.
 
 The functions that take ``ckpt`` first are called through :func:`ui.cache.computed`.
 """
@@ -20,9 +20,12 @@ from torch.nn import functional as F
 
 from explain.attention import greedy_answer
 from explain.tasks import expected_output
+from explain.tokens import target_tokenizer
 from model.arrays import to_numpy
+from model.checkpoint import Checkpoint
 from model.layers import NORM_EPS, RMSNorm
-from model.stream import STACKS, trace_stream
+from model.stream import STACKS
+from model.trace import Trace
 
 SUBLAYERS_OF = {"encoder": ("self_attn", "ffn"), "decoder": ("self_attn", "cross_attn", "ffn")}
 FINAL = "final"  # the site name of a pre-norm stack's last norm
@@ -140,39 +143,40 @@ class TokenNorm:
         return frame.to_csv(index=False, float_format="%.6g")
 
 
-def sentence_pair_ids(ckpt, source: str) -> tuple[list[int], list[int]]:
+def sentence_pair_ids(ckpt: Checkpoint, source: str) -> tuple[list[int], list[int]]:
     """(source ids, decoder input ids) of ``source``: the decoder reads ``<bos>`` + the task's answer
     (the model's own greedy answer when the task has none), both cut to the model's positions."""
     limit = ckpt.model.config.max_len
-    target_tok = getattr(ckpt, "target_tokenizer", ckpt.tokenizer)
+    target_tok = target_tokenizer(ckpt)
     target = expected_output(ckpt, source)
     if target is None:
         target = greedy_answer(ckpt, source)
     return ckpt.tokenizer.encode(source)[:limit], target_tok.encode(target, add_bos=True)[:limit]
 
 
-def _norm_input(trace, site: str) -> torch.Tensor:
-    """(B, T, d): what the norm at ``site`` reads in ``trace``."""
+def trace_name(site: str) -> str:
+    """The name the forward's trace (:mod:`model.trace`) gives the norm at ``site``, e.g.
+    ``"decoder.0.cross_attn_sublayer.norm"`` or ``"encoder.final_norm"``."""
     stack, layer, sublayer = parse_site(site)
-    if sublayer == FINAL:
-        return [s for s in trace.sublayers if s.stack == stack][-1].x_out
-    return next(s.norm_in for s in trace.sublayers if (s.stack, s.layer, s.sublayer) == (stack, layer, sublayer))
+    return f"{stack}.final_norm" if sublayer == FINAL else f"{stack}.{layer}.{sublayer}_sublayer.norm"
 
 
 @torch.inference_mode()
-def token_norm(ckpt, source: str, site: str) -> TokenNorm:
+def token_norm(ckpt: Checkpoint, source: str, site: str) -> TokenNorm:
     """The norm at ``site`` on ``source``'s forward pass: its input, the normalised vectors, its output."""
     model = ckpt.model
     src_ids, tgt_ids = sentence_pair_ids(ckpt, source)
     src = torch.tensor([src_ids], device=model.device)
     tgt = torch.tensor([tgt_ids], device=model.device)
-    x = _norm_input(trace_stream(model, src, tgt), site)[0]  # (T, d)
-    module = norm_module(model, site)
+    module = norm_module(model, site)  # its γ, β and eps; what it reads and writes come from the forward's trace
+    trace = Trace()
+    model(src, tgt, trace=trace)
+    x, y = trace[f"{trace_name(site)}.in"][0], trace[f"{trace_name(site)}.out"][0]  # (T, d) each
     kind = norm_kind(module)
     eps = float(module.eps)
     bias = getattr(module, "bias", None)
     stack = parse_site(site)[0]
-    tokenizer = ckpt.tokenizer if stack == "encoder" else getattr(ckpt, "target_tokenizer", ckpt.tokenizer)
+    tokenizer = ckpt.tokenizer if stack == "encoder" else target_tokenizer(ckpt)
     return TokenNorm(
         site=site,
         tokens=tokenizer.token_strings(src_ids if stack == "encoder" else tgt_ids),
@@ -181,7 +185,7 @@ def token_norm(ckpt, source: str, site: str) -> TokenNorm:
         eps=eps,
         inputs=to_numpy(x),
         normalised=to_numpy(normalise(x, kind, eps)),
-        outputs=to_numpy(module(x)),
+        outputs=to_numpy(y),
         gamma=to_numpy(module.weight),
         beta=to_numpy(bias) if kind == "layer" and bias is not None else None,
     )
@@ -287,7 +291,7 @@ def _sentence_norms(model, id_rows: list[list[int]], index: int, pad_id: int,
 
 
 @torch.inference_mode()
-def batch_compare(ckpt, sentences: tuple[str, ...], index: int, count_pads: bool) -> BatchCompare:
+def batch_compare(ckpt: Checkpoint, sentences: tuple[str, ...], index: int, count_pads: bool) -> BatchCompare:
     """Sentence ``index`` of ``sentences`` embedded by the model (token embedding · √d_model + the
     positional table, as the encoder reads it), normalised by LayerNorm and by BatchNorm, in the
     padded batch and alone."""

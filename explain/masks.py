@@ -19,6 +19,7 @@ import torch
 
 from explain.tokens import SentenceBatch
 from model.arrays import layer_stack
+from model.checkpoint import Checkpoint
 from model.masks import decoder_mask, look_ahead_mask, padding_mask
 
 SEED_EXAMPLE_IDS = (1, 2, 3, 0, 0)  # seed 004's target batch [[1, 2, 3, 0, 0]], 0 = <pad>
@@ -155,7 +156,7 @@ class MaskedAttention:
 
 
 @torch.inference_mode()
-def masked_attention(ckpt, src_ids: tuple[int, ...], tgt_ids: tuple[int, ...], use_padding: bool,
+def masked_attention(ckpt: Checkpoint, src_ids: tuple[int, ...], tgt_ids: tuple[int, ...], use_padding: bool,
                      use_look_ahead: bool) -> MaskedAttention:
     """One forward pass of the model on (source, decoder input), padding included, with the switches."""
     model = ckpt.model

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,7 @@ import torch
 from torch.nn import functional as F
 
 from explain.tokens import target_tokenizer
+from model.checkpoint import Checkpoint
 from model.loss import label_smoothed_cross_entropy
 
 TOP_K = 15  # tokens a distribution lists: the most likely ones, then the target if it is not among them
@@ -81,7 +82,7 @@ class SeedCrossEntropy:
 # ------------------------------------------------------------------ the model's pass
 
 
-def trained_epsilon(checkpoint: Any) -> float | None:
+def trained_epsilon(checkpoint: Checkpoint) -> float | None:
     """The label smoothing ε the checkpoint's training used (its saved training config), or None."""
     history = getattr(checkpoint, "history", None)
     config = history.get("config") if isinstance(history, dict) else None
@@ -92,7 +93,7 @@ def trained_epsilon(checkpoint: Any) -> float | None:
 
 
 @torch.inference_mode()
-def output_view(checkpoint: Any, source: str, target: str) -> OutputView:
+def output_view(checkpoint: Checkpoint, source: str, target: str) -> OutputView:
     """``source`` encoded, ``<bos>`` + ``target`` read by the decoder in one pass (teacher forcing):
     every position's last vector and logits, and what it should write (``target`` + ``<eos>``)."""
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.tokenizer, target_tokenizer(checkpoint)

@@ -15,6 +15,7 @@ import pandas as pd
 import torch
 
 from model.arrays import to_numpy
+from model.checkpoint import Checkpoint
 from model.positional import positional_encoding, rope_rotate, wavelength  # noqa: F401 (re-exported)
 from model.tokenizer import split_words
 from model.transformer import ForwardOptions
@@ -156,7 +157,7 @@ class OrderBlindness:
 
 
 @torch.inference_mode()
-def _encoder_pass(ckpt, ids: list[int], use_pe: bool) -> tuple[np.ndarray, np.ndarray]:
+def _encoder_pass(ckpt: Checkpoint, ids: list[int], use_pe: bool) -> tuple[np.ndarray, np.ndarray]:
     """((L, H, S, S) encoder attention, (S, d) encoder output) for one unpadded sentence."""
     model = ckpt.model
     src = torch.tensor([ids], device=model.device)
@@ -164,7 +165,7 @@ def _encoder_pass(ckpt, ids: list[int], use_pe: bool) -> tuple[np.ndarray, np.nd
     return np.stack([to_numpy(a[0]) for a in out.attention]), to_numpy(out.memory[0])
 
 
-def order_blindness(ckpt, sentence: str, seed: int, use_pe: bool) -> OrderBlindness:
+def order_blindness(ckpt: Checkpoint, sentence: str, seed: int, use_pe: bool) -> OrderBlindness:
     """Run the encoder on ``sentence`` and on its word shuffle, with or without positional encoding."""
     tok = ckpt.tokenizer
     word_level = getattr(tok, "unit", "char") == "word"

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from explain.attention import attention_view
+from explain.attention import attention_view, greedy_answer
+from model.checkpoint import Checkpoint
 from model.translation import PronounClause, chinese, english
 
 PAIR: tuple[PronounClause, PronounClause] = (PronounClause("cat", "cross", "road", "tired"),
@@ -83,15 +84,15 @@ class PronounHeads:
         return self.best[kind].resolves
 
 
-def _case(ckpt, clause: PronounClause) -> PronounCase:
+def _case(ckpt: Checkpoint, clause: PronounClause) -> PronounCase:
     sentence, expected = english(clause), chinese(clause)
     referent, other = (clause.animal, clause.obj) if clause.refers_to_animal else (clause.obj, clause.animal)
     named = expected.split("因为", 1)[1].split("太", 1)[0]
-    answer = attention_view(ckpt, sentence).answer
+    answer = greedy_answer(ckpt, sentence)
     return PronounCase(sentence, expected, answer, referent, other, named)
 
 
-def _weights(ckpt, case: PronounCase) -> dict[str, np.ndarray]:
+def _weights(ckpt: Checkpoint, case: PronounCase) -> dict[str, np.ndarray]:
     """Per kind, (L, H, 2): the weight on the right noun and on the other one, from "it" / the referent's step."""
     view = attention_view(ckpt, case.sentence, case.expected)
     src = list(view.src_tokens)
@@ -101,7 +102,7 @@ def _weights(ckpt, case: PronounCase) -> dict[str, np.ndarray]:
     return {kind: np.stack([row[..., right], row[..., wrong]], axis=-1) for kind, row in rows.items()}
 
 
-def pronoun_heads(ckpt, pair: tuple[PronounClause, PronounClause] = PAIR) -> PronounHeads:
+def pronoun_heads(ckpt: Checkpoint, pair: tuple[PronounClause, PronounClause] = PAIR) -> PronounHeads:
     """Every encoder and cross-attention head's reading of the pair, and the best head of each kind."""
     cases = tuple(_case(ckpt, clause) for clause in pair)
     weights = [_weights(ckpt, case) for case in cases]

@@ -12,16 +12,19 @@ checkpoint's task has one, else the model's own greedy answer (:func:`decoder_ta
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
 from explain.tasks import expected_output
+from explain.tokens import source_ids, target_ids, target_tokenizer
+from model.checkpoint import Checkpoint
 from model.decoding import decode_bound, safe_logprobs
 from model.stream import SUBLAYERS, StreamTrace, greedy_stream, trace_stream
 from model.tokenizer import BOS_ID
+from model.trace import Trace
 
 STACKS = ("encoder", "decoder")
 STACK_CODES = {"encoder": "enc", "decoder": "dec"}
@@ -29,11 +32,6 @@ SUBLAYER_CODES = {"self_attn": "self", "cross_attn": "cross", "ffn": "ffn"}
 STACK_SUBLAYERS = {"encoder": ("self_attn", "ffn"), "decoder": SUBLAYERS}
 STREAM_COLUMNS = ["stack", "layer", "sublayer", "position", "token", "x_norm", "update_norm", "ratio", "turn_cos",
                   "update_cos"]
-
-
-def target_tokenizer(ckpt: Any):
-    """The tokenizer of the decoder's side (a translation model has its own; older checkpoints share one)."""
-    return getattr(ckpt, "target_tokenizer", None) or ckpt.tokenizer
 
 
 @dataclass(frozen=True)
@@ -44,19 +42,7 @@ class DecoderTarget:
     origin: str
 
 
-def source_ids(ckpt: Any, source: str) -> torch.Tensor:
-    """(1, S) ids of ``source``, cut to the model's positions."""
-    ids = ckpt.tokenizer.encode(source)[:ckpt.model.config.max_len]
-    return torch.tensor([ids], dtype=torch.long, device=ckpt.model.device)
-
-
-def target_ids(ckpt: Any, target: str) -> torch.Tensor:
-    """(1, T) decoder input ids: <bos> + ``target``, cut to the model's positions."""
-    ids = ([BOS_ID] + list(target_tokenizer(ckpt).encode(target)))[:ckpt.model.config.max_len]
-    return torch.tensor([ids], dtype=torch.long, device=ckpt.model.device)
-
-
-def greedy_ids(ckpt: Any, source: str, residual_off: Sequence[tuple[str, int, str]] = ()) -> list[int]:
+def greedy_ids(ckpt: Checkpoint, source: str, residual_off: Sequence[tuple[str, int, str]] = ()) -> list[int]:
     """The model's greedy answer to ``source`` as ids (<eos> included when written), residuals ``residual_off`` off."""
     src = source_ids(ckpt, source)
     if src.size(1) == 0:
@@ -68,7 +54,7 @@ def greedy_ids(ckpt: Any, source: str, residual_off: Sequence[tuple[str, int, st
     return out.tolist()
 
 
-def decoder_target(ckpt: Any, source: str) -> DecoderTarget:
+def decoder_target(ckpt: Checkpoint, source: str) -> DecoderTarget:
     """The task's correct answer for ``source``, else the model's own greedy answer."""
     expected = expected_output(ckpt, source)
     if expected is not None:
@@ -76,10 +62,13 @@ def decoder_target(ckpt: Any, source: str) -> DecoderTarget:
     return DecoderTarget(target_tokenizer(ckpt).decode(greedy_ids(ckpt, source)), "answer")
 
 
-def run_stream(ckpt: Any, source: str, target: str, residual_off=()) -> StreamTrace:
-    """The model's forward pass of ``source`` and ``target`` (teacher forcing), sublayer by sublayer."""
-    return trace_stream(ckpt.model, source_ids(ckpt, source), target_ids(ckpt, target),
-                        residual_off=frozenset(residual_off))
+def forward_trace(ckpt: Checkpoint, source: str, target: str) -> Trace:
+    """The model's own forward pass of ``source`` and ``target`` (teacher forcing) with every intermediate
+    recorded (:mod:`model.trace` names them, e.g. ``"encoder.0.ffn.hidden"``)."""
+    trace = Trace()
+    with torch.inference_mode():
+        ckpt.model(source_ids(ckpt, source), target_ids(ckpt, target), trace=trace)
+    return trace
 
 
 # ------------------------------------------------------------------ sizes and turns
@@ -121,7 +110,7 @@ def _rows(trace: StreamTrace, src_tokens: list[str], tgt_tokens: list[str]) -> l
 
 
 @torch.inference_mode()
-def stream_view(ckpt: Any, source: str) -> StreamView:
+def stream_view(ckpt: Checkpoint, source: str) -> StreamView:
     """Sizes and turns of the stream for ``source`` through every sublayer connection of the model."""
     target = decoder_target(ckpt, source)
     src, tgt = source_ids(ckpt, source), target_ids(ckpt, target.text)
@@ -200,7 +189,7 @@ class SwitchOff:
     p_own: float
 
 
-def _answer_probabilities(ckpt: Any, source: str, ids: list[int], off) -> np.ndarray:
+def _answer_probabilities(ckpt: Checkpoint, source: str, ids: list[int], off) -> np.ndarray:
     """Probability of each of ``ids`` (an answer + <eos>), reading <bos> + the answer (teacher forcing)."""
     if not ids:
         return np.zeros(0)
@@ -211,14 +200,14 @@ def _answer_probabilities(ckpt: Any, source: str, ids: list[int], off) -> np.nda
     return np.array([float(probs[i, t]) for i, t in enumerate(ids) if i < probs.size(0)], dtype=float)
 
 
-def _with_eos(ckpt: Any, ids: list[int]) -> list[int]:
+def _with_eos(ckpt: Checkpoint, ids: list[int]) -> list[int]:
     """``ids`` up to and including its first <eos>, adding one if the model never wrote it."""
     eos = target_tokenizer(ckpt).eos_id
     return ids[:ids.index(eos) + 1] if eos in ids else ids + [eos]
 
 
 @torch.inference_mode()
-def switch_off(ckpt: Any, source: str, off: tuple[tuple[str, int, str], ...]) -> SwitchOff:
+def switch_off(ckpt: Checkpoint, source: str, off: tuple[tuple[str, int, str], ...]) -> SwitchOff:
     """Answers and probabilities of ``source`` with every residual on and with the ``off`` triples off."""
     tok = target_tokenizer(ckpt)
     on_ids = _with_eos(ckpt, greedy_ids(ckpt, source))

@@ -1,8 +1,7 @@
 """What a checkpoint's task says about a sentence: its example, and the answer it should give."""
 from __future__ import annotations
 
-from typing import Any
-
+from model.checkpoint import Checkpoint
 from model.tasks import Task, UnknownTaskError, get_task
 
 FALLBACK_EXAMPLE = "hello world"
@@ -16,7 +15,7 @@ BATCH_EXAMPLES = {
 }
 
 
-def task_of(checkpoint: Any) -> Task | None:
+def task_of(checkpoint: Checkpoint) -> Task | None:
     """The task a checkpoint was trained on, or None when its metadata names no known task."""
     try:
         return get_task(str(checkpoint.task.get("name")))
@@ -24,25 +23,25 @@ def task_of(checkpoint: Any) -> Task | None:
         return None
 
 
-def task_example(checkpoint: Any) -> str:
+def task_example(checkpoint: Checkpoint) -> str:
     """The example sentence of the checkpoint's task, one it handles well."""
     task = task_of(checkpoint)
     return task.example if task is not None else FALLBACK_EXAMPLE
 
 
-def task_batch_example(checkpoint: Any) -> str:
+def task_batch_example(checkpoint: Checkpoint) -> str:
     """A few example sentences of the checkpoint's task, one a line, in the language its source side reads."""
     task = task_of(checkpoint)
     return "\n".join(BATCH_EXAMPLES[task.name]) if task is not None and task.name in BATCH_EXAMPLES else FALLBACK_BATCH
 
 
-def sentence_example(checkpoint: Any, fallback: str) -> str:
+def sentence_example(checkpoint: Checkpoint, fallback: str) -> str:
     """``fallback`` for the character models; a translation model's own example (in the language it reads)."""
     task = task_of(checkpoint)
     return task.example if task is not None and task.name in BATCH_EXAMPLES else fallback
 
 
-def expected_output(checkpoint: Any, source: str) -> str | None:
+def expected_output(checkpoint: Checkpoint, source: str) -> str | None:
     """The correct output of the checkpoint's task for ``source``, or None when there is none."""
     task = task_of(checkpoint)
     return task.target_for(source) if task is not None else None

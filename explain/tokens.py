@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import torch
 
+from model.checkpoint import Checkpoint
 from model.tasks import DEFAULT_ALPHABET, UnknownTaskError, get_task
 from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, CharTokenizer, Tokenizer
 
@@ -51,9 +53,22 @@ class SentenceBatch:
         return {"source": self.source, "decoder_in": self.decoder_in, "labels": self.labels}[name]
 
 
-def target_tokenizer(ckpt) -> Tokenizer:
+def target_tokenizer(ckpt: Checkpoint) -> Tokenizer:
     """The tokenizer of a checkpoint's target side (its one tokenizer when it has no separate target one)."""
     return getattr(ckpt, "target_tokenizer", None) or ckpt.tokenizer
+
+
+def source_ids(ckpt: Checkpoint, source: str) -> torch.Tensor:
+    """(1, S) ids of ``source`` as the encoder reads it, cut to the model's positions (characters outside
+    its alphabet become <unk>). The one place a page's sentence is tokenised for a forward pass."""
+    ids = ckpt.tokenizer.encode(source)[:ckpt.model.config.max_len]
+    return torch.tensor([ids], dtype=torch.long, device=ckpt.model.device)
+
+
+def target_ids(ckpt: Checkpoint, target: str) -> torch.Tensor:
+    """(1, T) decoder input ids: <bos> + ``target`` by the target side's tokenizer, cut to the model's positions."""
+    ids = ([BOS_ID] + list(target_tokenizer(ckpt).encode(target)))[:ckpt.model.config.max_len]
+    return torch.tensor([ids], dtype=torch.long, device=ckpt.model.device)
 
 
 def _kind(token_id: int) -> str:

@@ -157,6 +157,32 @@ def test_switching_a_head_off_changes_the_probability_of_the_same_answer():
     assert xa.sequence_probability(off, ids)[0] != pytest.approx(xa.sequence_probability(base, ids)[0])
 
 
+def count_calls(monkeypatch, owner, name: str) -> list:
+    """Every call of ``owner.name`` from now on, recorded (the function still runs)."""
+    calls, original = [], getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("target", [None, "dcba"], ids=["answer", "given-target"])
+def test_one_view_tokenises_once_runs_the_encoder_once_and_decodes_only_without_a_target(monkeypatch, target):
+    ckpt = Ckpt(seed=4)
+    encodes = count_calls(monkeypatch, ckpt.model, "encode")
+    loops = count_calls(monkeypatch, xa, "decode_loop")
+    tokenised = count_calls(monkeypatch, ckpt.tokenizer, "encode")
+    view = xa.attention_view(ckpt, "abcd", target, need_details=True)
+    assert len(encodes) == 1
+    assert [args[0] for args in tokenised].count("abcd") == 1
+    assert len(loops) == (1 if target is None else 0)
+    assert (view.answer is None) == (target is not None)
+    if target is None:  # the answer is the one greedy_answer gives, with the same switches
+        assert view.answer == xa.greedy_answer(ckpt, "abcd")
+
+
 # ------------------------------------------------------------------ CSV
 
 

@@ -211,8 +211,8 @@ def test_no_page_decodes_further_than_the_bound(monkeypatch):
     ckpt = type("Ckpt", (), {"model": model, "tokenizer": tokenizer, "task": {"name": "copy"}})()
     bound = len("hello") + decoding.DECODE_MARGIN
     asked = []
-    greedy_batch = attention.greedy_batch
-    monkeypatch.setattr(attention, "greedy_batch", lambda *args: asked.append(args[2]) or greedy_batch(*args))
+    decode_loop = attention.decode_loop  # (model, encoded, prefixes, max_steps, pick, ...)
+    monkeypatch.setattr(attention, "decode_loop", lambda *args, **kw: asked.append(args[3]) or decode_loop(*args, **kw))
     assert 0 < len(attention.greedy_answer(ckpt, "hello")) <= bound
     assert asked == [bound]  # before: max_len - 1 = 255 tokens
     for strategy in ("greedy", "beam", "sample"):
