@@ -24,10 +24,10 @@ from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_litera
 from ui.widgets import csv_download, plot, sentence_input
 
 SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
-SECTION = ChoiceParam("att_view", "overview", choices=SECTIONS)
-KIND = ChoiceParam("att_kind", "encoder", choices=KINDS)
-SCALE = BoolParam("att_scale", True)
-ALL_HEADS = BoolParam("att_all", True)
+SECTION = ChoiceParam("attention_view", "overview", choices=SECTIONS)
+KIND = ChoiceParam("attention_kind", "encoder", choices=KINDS)
+SCALE = BoolParam("attention_scale", True)
+ALL_HEADS = BoolParam("attention_all", True)
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
 LAYER_KEY, HEAD_KEY = "attention.layer", "attention.head"
 PICKED_KEY = "attention.head_picked"  # True once the visitor (or a link) chose a layer or head
@@ -99,12 +99,12 @@ def mark_picked() -> None:
 
 
 def follow_focus(focused: tuple[int, int]) -> None:
-    """Until a layer or head is chosen (by a click, or by ``?att_layer=``/``?att_head=`` in a link), the
+    """Until a layer or head is chosen (by a click, or by ``?attention_layer=``/``?attention_head=`` in a link), the
     controls show ``focused``: the sharpest head of the model and kind on screen."""
     state = st.session_state
     if state.get(PICKED_KEY):
         return
-    in_url = (st.query_params.get("att_layer"), st.query_params.get("att_head"))
+    in_url = (st.query_params.get("attention_layer"), st.query_params.get("attention_head"))
     ours = state.get(AUTO_KEY)
     if in_url != (None, None) and (ours is None or in_url != tuple(str(n) for n in ours)):
         mark_picked()  # a link named the head: it wins
@@ -121,10 +121,10 @@ def one_head(ckpt, source: str, base: AttentionView, section: str, kind: str) ->
     focused = most_focused_head(attention_maps(base, kind))
     follow_focus(focused)
     layer = st.segmented_control(t("attention.layer"), list(range(1, cfg.n_layers + 1)), required=True,
-                                 key=bind(IntParam("att_layer", focused[0], lo=1, hi=cfg.n_layers), key=LAYER_KEY),
+                                 key=bind(IntParam("attention_layer", focused[0], lo=1, hi=cfg.n_layers), key=LAYER_KEY),
                                  on_change=mark_picked)
     head = st.segmented_control(t("attention.head"), list(range(1, cfg.n_heads + 1)), required=True,
-                                key=bind(IntParam("att_head", focused[1], lo=1, hi=cfg.n_heads), key=HEAD_KEY),
+                                key=bind(IntParam("attention_head", focused[1], lo=1, hi=cfg.n_heads), key=HEAD_KEY),
                                 on_change=mark_picked)
     if section == "overview":
         zoom(base, kind, layer, head)
@@ -261,7 +261,7 @@ def statistics(view: AttentionView, kind: str) -> None:
 
 
 def heads_to_switch_off(ckpt) -> list[str]:
-    """The multiselect of heads (``?att_off=``): their codes, e.g. ``["enc-1-2"]``."""
+    """The multiselect of heads (``?attention_off=``): their codes, e.g. ``["enc-1-2"]``."""
     cfg = ckpt.model.config
     codes = all_heads(cfg.n_layers, cfg.n_heads)
 
@@ -269,7 +269,7 @@ def heads_to_switch_off(ckpt) -> list[str]:
         head = HeadId.parse(code)
         return t("attention.ablation.option", kind=t(f"attention.kind.{head.kind}"), layer=head.layer, head=head.head)
 
-    param = HeadSetParam("att_off", default=[], choices=tuple(codes))
+    param = HeadSetParam("attention_off", default=[], choices=tuple(codes))
     return st.multiselect(t("attention.ablation.label"), codes, format_func=label,
                           key=bind(param, key="attention.ablate"), placeholder=t("attention.ablation.placeholder"),
                           help=t("attention.ablation.help"))
@@ -387,7 +387,7 @@ def translation_try(ckpt) -> None:
 
 
 def explorer(ckpt) -> None:
-    source = sentence_input(ckpt, "attention.text", "att_text")
+    source = sentence_input(ckpt, "attention")
     if source is None:
         return
     base = view_of(ckpt, source)

@@ -18,13 +18,13 @@ from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, cla
 from ui.widgets import char_limit, plot, sentence_input, show_box_cut, show_notices, text_box_key
 
 SECTIONS = ("steps", "compare", "forcing")
-SECTION = ChoiceParam("dec_view", "steps", choices=SECTIONS)
-STRATEGY = ChoiceParam("dec_strategy", "greedy", choices=STRATEGIES)
-BEAM = IntParam("dec_beam", 3, lo=1, hi=8)
-TEMPERATURE = FloatParam("dec_temp", 1.0, lo=0.0, hi=2.0, step=0.1)
-TOP_K = ChoiceParam("dec_topk", "all", choices=TOP_K_CHOICES)
+SECTION = ChoiceParam("decoding_view", "steps", choices=SECTIONS)
+STRATEGY = ChoiceParam("decoding_strategy", "greedy", choices=STRATEGIES)
+BEAM = IntParam("decoding_beam", 3, lo=1, hi=8)
+TEMPERATURE = FloatParam("decoding_temp", 1.0, lo=0.0, hi=2.0, step=0.1)
+TOP_K = ChoiceParam("decoding_topk", "all", choices=TOP_K_CHOICES)
 TARGET_CHARS = 200  # the typed teacher-forcing answer: any paste is taken and cut to this
-SEED = IntParam("dec_seed", 0, lo=0, hi=9999)
+SEED = IntParam("decoding_seed", 0, lo=0, hi=9999)
 STEP_KEY = "decoding.step"
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
 
@@ -70,9 +70,9 @@ def step_by_step(ckpt, source: str) -> None:
     cfg = ckpt.model.config
     with st.container(horizontal=True, gap="large"):
         layer = st.segmented_control(t("decoding.layer"), list(range(1, cfg.n_layers + 1)), required=True,
-                                     key=bind(IntParam("dec_layer", 1, lo=1, hi=cfg.n_layers), key="decoding.layer"))
+                                     key=bind(IntParam("decoding_layer", 1, lo=1, hi=cfg.n_layers), key="decoding.layer"))
         head = st.segmented_control(t("decoding.head"), list(range(1, cfg.n_heads + 1)), required=True,
-                                    key=bind(IntParam("dec_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
+                                    key=bind(IntParam("decoding_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
     step_view(trace, strategy, layer, head, cfg.n_heads, unit_of(target_tokenizer(ckpt)))
     st.caption(" ".join((t("decoding.steps.triangle_caption"), t("decoding.steps.topk_caption", k=TRACE_K),
                          t("decoding.steps.cross_caption"))))
@@ -85,14 +85,14 @@ def move_step(delta: int, n_steps: int) -> None:
 
 
 def step_controls(n: int) -> int:
-    """The step slider (``?dec_step=``) with ‹ Previous / Next › buttons; returns the step (1-based)."""
+    """The step slider (``?decoding_step=``) with ‹ Previous / Next › buttons; returns the step (1-based)."""
     # Streamlit knows a slider by its key and its range: with another number of steps (a new
     # sentence) it is a new widget, which starts at 1 unless handed the step again (the nearest
     # one when there are fewer steps now).
     clamp_state(STEP_KEY, n)
     if STEP_KEY in st.session_state:
         st.session_state[STEP_KEY] = st.session_state[STEP_KEY]
-    step = st.slider(t("decoding.steps.slider"), 1, n, key=bind(IntParam("dec_step", 1, lo=1, hi=n), key=STEP_KEY),
+    step = st.slider(t("decoding.steps.slider"), 1, n, key=bind(IntParam("decoding_step", 1, lo=1, hi=n), key=STEP_KEY),
                      label_visibility="collapsed")
     with st.container(horizontal=True):
         st.button(t("decoding.steps.previous"), icon=":material/chevron_left:", on_click=move_step, args=(-1, n),
@@ -197,7 +197,7 @@ def forcing_target(ckpt, source: str) -> str | None:
         return target
     st.info(t("decoding.forcing.no_target"), icon=":material/edit:")
     typed = st.text_input(t("decoding.forcing.target_label"),
-                          key=text_box_key(TextParam("dec_target", "", max_len=TARGET_CHARS), "decoding.target"))
+                          key=text_box_key(TextParam("decoding_target", "", max_len=TARGET_CHARS), "decoding.target"))
     show_box_cut("decoding.target", typed, TARGET_CHARS)
     prepared = prepare_sentence(typed, target_tokenizer(ckpt), max_chars=char_limit(ckpt))
     show_notices(prepared)
@@ -232,7 +232,7 @@ def forcing(ckpt, source: str) -> None:
 
 
 def decoder_page(ckpt) -> None:
-    source = sentence_input(ckpt, "decoding.text", "dec_text")
+    source = sentence_input(ckpt, "decoding")
     if source is None:
         return
     section = st.segmented_control(t("decoding.section_label"), SECTIONS, required=True,

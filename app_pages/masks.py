@@ -19,17 +19,17 @@ from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
 from ui.widgets import alphabet_note, batch_input, char_limit, plot, sentence_picker, show_notices
 
 SECTIONS = ("matrices", "printout", "effect", "row")
-SECTION = ChoiceParam("mask_view", default="matrices", choices=SECTIONS)
-PADDING = BoolParam("mask_pad", default=True)
-LOOK_AHEAD = BoolParam("mask_ahead", default=True)
-KIND = ChoiceParam("mask_kind", default="decoder", choices=SELF_ATTENTION_KINDS)
+SECTION = ChoiceParam("masks_view", default="matrices", choices=SECTIONS)
+PADDING = BoolParam("masks_pad", default=True)
+LOOK_AHEAD = BoolParam("masks_ahead", default=True)
+KIND = ChoiceParam("masks_kind", default="decoder", choices=SELF_ATTENTION_KINDS)
 MATRICES = ("padding", "look_ahead", "combined")
 ROW_STEPS = ("raw", "masked", "weights")
 
 
 def mask_switches() -> tuple[bool, bool]:
     """The padding and look-ahead switches, side by side: ``(use_padding, use_look_ahead)``.
-    Each is its own toggle, bound to its own URL value (``?mask_pad=``, ``?mask_ahead=``)."""
+    Each is its own toggle, bound to its own URL value (``?masks_pad=``, ``?masks_ahead=``)."""
     with st.container(horizontal=True):
         use_padding = st.toggle(t("masks.padding_switch"), key=bind(PADDING, key="masks.padding"),
                                 help=t("masks.padding_help"))
@@ -146,10 +146,10 @@ def mask_view(section: str, ckpt, pad_id: int, pair: PairTokens, layer: int, hea
 
 
 def layer_and_head(ckpt) -> tuple[int, int]:
-    """The layer and head pickers (``?mask_layer=``, ``?mask_head=``), side by side."""
+    """The layer and head pickers (``?masks_layer=``, ``?masks_head=``), side by side."""
     n_layers, n_heads = ckpt.model.config.n_layers, ckpt.model.config.n_heads
-    layer_param = IntParam("mask_layer", default=0, lo=0, hi=n_layers - 1)
-    head_param = IntParam("mask_head", default=0, lo=0, hi=n_heads - 1)
+    layer_param = IntParam("masks_layer", default=0, lo=0, hi=n_layers - 1)
+    head_param = IntParam("masks_head", default=0, lo=0, hi=n_heads - 1)
     clamp_state("masks.layer", layer_param.hi)
     clamp_state("masks.head", head_param.hi)
     c1, c2 = st.columns(2)
@@ -163,14 +163,14 @@ def layer_and_head(ckpt) -> tuple[int, int]:
 
 
 def kind_and_query(pair: PairTokens) -> tuple[str, int]:
-    """Which self-attention (``?mask_kind=``) and which of its query positions (``?mask_query=``): the
+    """Which self-attention (``?masks_kind=``) and which of its query positions (``?masks_query=``): the
     positions a view draws (see :meth:`PairTokens.drawn`)."""
     c1, c2 = st.columns([2, 5])
     with c1:
         kind = st.radio(t("masks.row.kind"), SELF_ATTENTION_KINDS, key=bind(KIND, key="masks.kind"),
                         format_func=lambda k: t(f"masks.row.kind_{k}"), horizontal=True)
     tokens = pair.tokens(kind)[:pair.drawn(kind)]
-    query_param = IntParam("mask_query", default=0, lo=0, hi=len(tokens) - 1)
+    query_param = IntParam("masks_query", default=0, lo=0, hi=len(tokens) - 1)
     clamp_state("masks.query", query_param.hi)
     with c2:
         query = st.select_slider(t("masks.row.query"), list(range(len(tokens))),

@@ -14,7 +14,7 @@ from ui.page_errors import fragment
 from ui.url_state import ChoiceParam, bind, markdown_literal
 from ui.widgets import alphabet_note, batch_input, char_limit, plot, sentence_picker, show_notices
 
-SIDE = ChoiceParam("tok_side", default="source", choices=SIDES)
+SIDE = ChoiceParam("tokens_side", default="source", choices=SIDES)
 
 
 @fragment

@@ -274,6 +274,8 @@ def bind(param: Param[T], *, key: str | None = None) -> str:
     if not isinstance(memo, _Memo):
         memo = state[_MEMO_KEY] = _Memo()
     raw = st.query_params.get(param.name)
+    if raw is None:
+        raw = _read_old_name(param.name)
     current = state.get(key, _MISSING)
 
     url_is_new = raw is not None and raw != memo.written.get(param.name)
@@ -299,6 +301,21 @@ def bind(param: Param[T], *, key: str | None = None) -> str:
     if url_is_new and rejected is not None:
         notify_bad_value(param, rejected, value)
     return key
+
+
+def _read_old_name(name: str) -> str | None:
+    """The value a link shared before a page was renamed gives under an old name of ``name``
+    (``?ff_view=`` for ``feed_forward_view``, :data:`ui.tour.OLD_PREFIXES`); the old name leaves the URL."""
+    import streamlit as st
+
+    from ui.tour import old_names
+
+    for old in old_names(name):
+        raw = st.query_params.get(old)
+        if raw is not None:
+            del st.query_params[old]
+            return raw
+    return None
 
 
 def clamp_state(key: str, hi: int) -> None:

@@ -94,15 +94,15 @@ def _follow_example(text_key: str, example: str) -> None:
     state[seen_key] = example
 
 
-def sentence_input(checkpoint: Any, text_key: str, url_name: str) -> str | None:
-    """The one-sentence box of a page that runs the model: the model's example by default (and
-    again when another model is picked), bound to ``?<url_name>=``, cut to what the model takes,
-    with its notices shown. Returns the sentence, or None when there is nothing to run.
+def sentence_input(checkpoint: Any, page: str) -> str | None:
+    """The one-sentence box of the page ``page`` (its key) that runs the model: the model's example by
+    default (and again when another model is picked), bound to ``?<page>_text=`` (session key
+    ``<page>.text``), cut to what the model takes, with its notices shown. Returns the sentence, or
+    None when there is nothing to run.
 
-    Its label and help are ``<page>.input_label`` / ``<page>.input_help``, ``<page>`` being the
-    first part of ``text_key`` (e.g. ``"attention.text"``).
+    Its label and help are ``<page>.input_label`` / ``<page>.input_help``.
     """
-    page = text_key.split(".")[0]
+    text_key, url_name = f"{page}.text", f"{page}_text"
     example = task_example(checkpoint)
     _follow_example(text_key, example)
     param = TextParam(url_name, example, max_len=SENTENCE_BOX_CHARS)
