@@ -16,9 +16,10 @@ from figures.head_view import head_view_figure
 from ui.cache import computed
 from ui.head_set import HeadSetParam
 from ui.i18n import t
-from ui.models import MODEL_STATE_KEY, available_models, selected_model
-from ui.nav import smoothing_link, tour_links
+from ui.models import MODEL_STATE_KEY, available_models
+from ui.nav import smoothing_link
 from ui.page_errors import fragment
+from ui.scaffold import PLOT_CONFIG, page
 from ui.sidebar import mark_model_picked
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal
 from ui.widgets import csv_download, plot, sentence_input
@@ -28,7 +29,6 @@ SECTION = ChoiceParam("attention_view", "overview", choices=SECTIONS)
 KIND = ChoiceParam("attention_kind", "encoder", choices=KINDS)
 SCALE = BoolParam("attention_scale", True)
 ALL_HEADS = BoolParam("attention_all", True)
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
 LAYER_KEY, HEAD_KEY = "attention.layer", "attention.head"
 PICKED_KEY = "attention.head_picked"  # True once the visitor (or a link) chose a layer or head
 AUTO_KEY = "attention.auto_head"  # the (layer, head) this session last opened on by itself
@@ -410,17 +410,10 @@ def explorer(ckpt) -> None:
     one_head(ckpt, source, base, section, kind)
 
 
-st.title(t("attention.title"))
-st.markdown(t("attention.intro"))
-st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}}\right)V"
-         r"\qquad \mathrm{head}_i=\mathrm{Attention}(XW_i^{Q},\,XW_i^{K},\,XW_i^{V})")
-st.caption(t("attention.formula_note"))
-checkpoint = selected_model()
-if checkpoint is not None:
-    explorer(checkpoint)
-with st.container(border=True):
-    st.markdown(f"**{t('attention.try.heading')}**")
-    st.markdown(t("attention.try.body"))
-    translation_try(checkpoint)
+FORMULAS = (r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}}\right)V"
+            r"\qquad \mathrm{head}_i=\mathrm{Attention}(XW_i^{Q},\,XW_i^{K},\,XW_i^{V})",)
 
-tour_links("attention")
+with page("attention", formulas=FORMULAS, formula_note=True, try_this="bottom",
+          try_extra=translation_try) as checkpoint:
+    if checkpoint is not None:
+        explorer(checkpoint)

@@ -8,13 +8,12 @@ from explain.cost import (COMPLEXITY, LENGTHS, MAX_LENGTH, PATHS, TOTAL_BUDGET_S
 from figures.cost import cost_figure
 from ui.i18n import t
 from ui.models import selected_model
-from ui.nav import tour_links
 from ui.page_errors import fragment
+from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import BoolParam, bind
 from ui.widgets import csv_download, plot
 
 LOG_AXES = BoolParam("attention_cost_log", True)
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
 
 
 # ------------------------------------------------------------------ the table
@@ -107,14 +106,8 @@ def show_result(result: CostMeasurement) -> None:
 # ------------------------------------------------------------------ the page
 
 
-st.title(t("attention_cost.title"))
-st.markdown(t("attention_cost.intro"))
-complexity_table()
-checkpoint = selected_model()
-if checkpoint is not None:
-    measured(checkpoint)
-with st.container(border=True):
-    st.markdown(f"**{t('attention_cost.try.heading')}**")
-    st.markdown(t("attention_cost.try.body"))
-
-tour_links("attention_cost")
+with page("attention_cost", try_this="bottom", model=False):
+    complexity_table()
+    checkpoint = selected_model()
+    if checkpoint is not None:
+        measured(checkpoint)

@@ -13,9 +13,8 @@ from figures.bleu import precision_bars
 from figures.labels import display_token
 from ui.cache import computed
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import tour_links
 from ui.page_errors import fragment
+from ui.scaffold import page
 from ui.url_state import ChoiceParam, IntParam, TextParam, bind, clamp_state, markdown_literal
 from ui.widgets import csv_download, plot, show_box_cut, text_box_key
 
@@ -292,19 +291,12 @@ def bleu_page(ckpt) -> None:
         st.info(t("bleu.no_task"), icon=":material/info:")
 
 
-st.title(t("bleu.title"))
-st.markdown(t("bleu.intro"))
-st.latex(r"\begin{gathered}\mathrm{BLEU} = \mathrm{BP}\cdot\exp\!\Big(\sum_{n=1}^{4} w_n \log p_n\Big),"
-         r"\\ w_n = \tfrac14\end{gathered}")  # two lines: one is wider than a phone
-st.latex(r"\begin{gathered}p_n = \frac{\sum_{g} \mathrm{Count_{clip}}(g)}{\sum_{g} \mathrm{Count}(g)},"
-         r"\\ \mathrm{Count_{clip}} = \min(\mathrm{Count},\ \mathrm{Max\_Ref\_Count})\end{gathered}")
-st.latex(r"\mathrm{BP} = \begin{cases} 1 & c > r \\ e^{\,1 - r/c} & c \le r \end{cases}")
-st.caption(t("bleu.formula_note"))
-checkpoint = selected_model()
-if checkpoint is not None:
-    bleu_page(checkpoint)
-with st.container(border=True):
-    st.markdown(f"**{t('bleu.try.heading')}**")
-    st.markdown(t("bleu.try.body"))
+FORMULAS = (r"\begin{gathered}\mathrm{BLEU} = \mathrm{BP}\cdot\exp\!\Big(\sum_{n=1}^{4} w_n \log p_n\Big),"
+            r"\\ w_n = \tfrac14\end{gathered}",  # two lines: one is wider than a phone
+            r"\begin{gathered}p_n = \frac{\sum_{g} \mathrm{Count_{clip}}(g)}{\sum_{g} \mathrm{Count}(g)},"
+            r"\\ \mathrm{Count_{clip}} = \min(\mathrm{Count},\ \mathrm{Max\_Ref\_Count})\end{gathered}",
+            r"\mathrm{BP} = \begin{cases} 1 & c > r \\ e^{\,1 - r/c} & c \le r \end{cases}")
 
-tour_links("bleu")
+with page("bleu", formulas=FORMULAS, formula_note=True, try_this="bottom") as checkpoint:
+    if checkpoint is not None:
+        bleu_page(checkpoint)

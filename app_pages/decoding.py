@@ -11,9 +11,9 @@ from figures import decoding as pictures
 from figures.labels import display_token
 from ui.cache import computed
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import smoothing_link, tour_links
+from ui.nav import smoothing_link
 from ui.page_errors import fragment
+from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
 from ui.widgets import char_limit, plot, sentence_input, show_box_cut, show_notices, text_box_key
 
@@ -26,7 +26,6 @@ TOP_K = ChoiceParam("decoding_topk", "all", choices=TOP_K_CHOICES)
 TARGET_CHARS = 200  # the typed teacher-forcing answer: any paste is taken and cut to this
 SEED = IntParam("decoding_seed", 0, lo=0, hi=9999)
 STEP_KEY = "decoding.step"
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
 
 
 def trace_of(ckpt, source: str, strategy: str, **params) -> DecodeTrace:
@@ -247,17 +246,10 @@ def decoder_page(ckpt) -> None:
         forcing(ckpt, source)
 
 
-st.title(t("decoding.title"))
-st.markdown(t("decoding.intro"))
-st.latex(r"P(y\mid x)=\prod_{t=1}^{T} P(y_t\mid y_{<t},\,x)\qquad "
-         r"y_t=\arg\max_{w} P(w\mid y_{<t},\,x)\qquad "
-         r"P_\tau(w)\propto P(w\mid y_{<t},\,x)^{1/\tau}")
-st.caption(t("decoding.formula_note"))
-checkpoint = selected_model()
-if checkpoint is not None:
-    decoder_page(checkpoint)
-with st.container(border=True):
-    st.markdown(f"**{t('decoding.try.heading')}**")
-    st.markdown(t("decoding.try.body"))
+FORMULAS = (r"P(y\mid x)=\prod_{t=1}^{T} P(y_t\mid y_{<t},\,x)\qquad "
+            r"y_t=\arg\max_{w} P(w\mid y_{<t},\,x)\qquad "
+            r"P_\tau(w)\propto P(w\mid y_{<t},\,x)^{1/\tau}",)
 
-tour_links("decoding")
+with page("decoding", formulas=FORMULAS, formula_note=True, try_this="bottom") as checkpoint:
+    if checkpoint is not None:
+        decoder_page(checkpoint)

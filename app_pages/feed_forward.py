@@ -10,16 +10,14 @@ from figures import ffn as charts
 from figures.labels import display_token
 from ui.cache import computed
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import tour_links
 from ui.page_errors import fragment
+from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, IntParam, bind, clamp_state, markdown_literal
 from ui.widgets import csv_download, plot, sentence_input
 
 SECTIONS = ("inside", "position", "params")
 SECTION = ChoiceParam("feed_forward_view", "inside", choices=SECTIONS)
 STACK = ChoiceParam("feed_forward_stack", "encoder", choices=STACKS)
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
 RELU_LATEX = r"\mathrm{FFN}(x)=\max(0,\;xW_1+b_1)\,W_2+b_2"
 SWIGLU_LATEX = r"\mathrm{FFN}(x)=\big(\mathrm{SiLU}(xW_{\text{gate}})\odot xV\big)\,W_2,\qquad \mathrm{SiLU}(z)=z\,\sigma(z)"
 
@@ -200,13 +198,6 @@ def explorer(ckpt) -> None:
         position(ckpt, source)
 
 
-st.title(t("feed_forward.title"))
-st.markdown(t("feed_forward.intro"))
-checkpoint = selected_model()
-if checkpoint is not None:
-    explorer(checkpoint)
-with st.container(border=True):
-    st.markdown(f"**{t('feed_forward.try.heading')}**")
-    st.markdown(t("feed_forward.try.body"))
-
-tour_links("feed_forward")
+with page("feed_forward", try_this="bottom") as checkpoint:
+    if checkpoint is not None:
+        explorer(checkpoint)

@@ -13,9 +13,9 @@ from figures.layernorm import (feature_means_figure, gamma_beta_figure, gradient
                                rms_layer_figure, wiring_figure)
 from ui.cache import computed
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import link, tour_links
+from ui.nav import link
 from ui.page_errors import fragment
+from ui.scaffold import page
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
 from ui.widgets import alphabet_note, batch_input, char_limit, csv_download, plot, sentence_picker, show_notices
@@ -189,43 +189,36 @@ def gradients() -> None:
 
 # ------------------------------------------------------------------ the page
 
-st.title(t("layer_norm.title"))
-st.markdown(t("layer_norm.intro"))
-st.latex(LAYER_NORM)
-st.latex(STATS)
-with st.container(border=True):
-    st.markdown(t("layer_norm.try_this"))
+FORMULAS = (LAYER_NORM, STATS)
 
-ckpt = selected_model()
-tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
-limit = char_limit(ckpt)
-raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "layer_norm",
-                  ckpt)
-alphabet_note(tokenizer)
-prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
-show_notices(prepared)
-sentences = tuple(prepared.sentences)
-if sentences:
-    index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),
-                            "layer_norm")
-    st.subheader(t("layer_norm.token.heading"))
-    st.markdown(t("layer_norm.token.intro"))
-    if ckpt is None:
-        st.info(t("layer_norm.no_model"), icon=":material/info:")
-    else:
-        norm_view(ckpt, sentences[index])
-        st.subheader(t("layer_norm.batch.heading"))
-        st.markdown(t("layer_norm.batch.intro"))
-        st.latex(BATCH_NORM)
-        batch_view(ckpt, sentences, index)
+with page("layer_norm", formulas=FORMULAS, try_this="top") as ckpt:
+    tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
+    limit = char_limit(ckpt)
+    raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "layer_norm",
+                      ckpt)
+    alphabet_note(tokenizer)
+    prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
+    show_notices(prepared)
+    sentences = tuple(prepared.sentences)
+    if sentences:
+        index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),
+                                "layer_norm")
+        st.subheader(t("layer_norm.token.heading"))
+        st.markdown(t("layer_norm.token.intro"))
+        if ckpt is None:
+            st.info(t("layer_norm.no_model"), icon=":material/info:")
+        else:
+            norm_view(ckpt, sentences[index])
+            st.subheader(t("layer_norm.batch.heading"))
+            st.markdown(t("layer_norm.batch.intro"))
+            st.latex(BATCH_NORM)
+            batch_view(ckpt, sentences, index)
 
-st.subheader(t("layer_norm.placement.heading"))
-st.markdown(t("layer_norm.placement.intro"))
-wirings(ckpt)
-st.subheader(t("layer_norm.grad.heading"))
-st.markdown(t("layer_norm.grad.intro"))
-gradients()
-st.markdown(t("layer_norm.grad.training"))
-link(stop("training"), t("layer_norm.grad.training_link"), icon=":material/model_training:")
-
-tour_links("layer_norm")
+    st.subheader(t("layer_norm.placement.heading"))
+    st.markdown(t("layer_norm.placement.intro"))
+    wirings(ckpt)
+    st.subheader(t("layer_norm.grad.heading"))
+    st.markdown(t("layer_norm.grad.intro"))
+    gradients()
+    st.markdown(t("layer_norm.grad.training"))
+    link(stop("training"), t("layer_norm.grad.training_link"), icon=":material/model_training:")

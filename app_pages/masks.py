@@ -11,9 +11,9 @@ from figures.labels import display_token
 from figures.masks import attention_map, mask_matrix, row_bars, title_lines
 from ui.cache import computed
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import link, tour_links
+from ui.nav import link
 from ui.page_errors import fragment
+from ui.scaffold import page
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
 from ui.widgets import alphabet_note, batch_input, char_limit, plot, sentence_picker, show_notices
@@ -179,70 +179,64 @@ def kind_and_query(pair: PairTokens) -> tuple[str, int]:
     return kind, query
 
 
-st.title(t("masks.title"))
-st.markdown(t("masks.intro"))
-st.latex(r"\begin{gathered}\mathrm{Attention}(Q,K,V) \\ = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V,"
-         r"\end{gathered}")  # two lines: one is wider than a phone
-st.latex(r"M_{ij} = \begin{cases} 0 & \text{mask}_{ij} \text{: " + t("masks.formula_true") + r"} \\"
-         r" -\infty & \text{mask}_{ij} \text{: " + t("masks.formula_false") + r"} \end{cases}")
-with st.container(border=True):
-    st.markdown(t("masks.try_this"))
+FORMULAS = (r"\begin{gathered}\mathrm{Attention}(Q,K,V) \\ = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V,"
+            r"\end{gathered}",  # two lines: one is wider than a phone
+            r"M_{ij} = \begin{cases} 0 & \text{mask}_{ij} \text{: " + t("masks.formula_true") + r"} \\"
+            r" -\infty & \text{mask}_{ij} \text{: " + t("masks.formula_false") + r"} \end{cases}",)
 
-ckpt = selected_model()
-tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
-task_name = ckpt.task.get("name") if ckpt is not None else "copy"
-limit = char_limit(ckpt)
+with page("masks", formulas=FORMULAS, try_this="top") as ckpt:
+    tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
+    task_name = ckpt.task.get("name") if ckpt is not None else "copy"
+    limit = char_limit(ckpt)
 
-raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "masks",
-                  ckpt)
-alphabet_note(tokenizer)
-prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
-show_notices(prepared)
+    raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "masks",
+                      ckpt)
+    alphabet_note(tokenizer)
+    prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
+    show_notices(prepared)
 
-if prepared.sentences:
-    sentences = tuple(prepared.sentences)
-    index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),
-                            "masks")
-    alphabet = getattr(tokenizer, "alphabet", "")  # a word model has a vocabulary instead (batch_of reads its task's)
-    pair = pair_tokens(computed(batch_of, sentences, alphabet, task_name), index)
-    section = st.segmented_control(t("masks.section_label"), SECTIONS, required=True,
-                                   format_func=lambda s: t(f"masks.{s}.heading"),
-                                   key=bind(SECTION, key="masks.section"))
-    layer = head = query = 0
-    kind = KIND.default
-    needs_model = section in ("effect", "row")
-    if needs_model and ckpt is None:
-        st.info(t("masks.effect.no_model"), icon=":material/info:")
-    elif needs_model:
-        layer, head = layer_and_head(ckpt)
-        if section == "row":
-            kind, query = kind_and_query(pair)
-            st.markdown(t("masks.row.intro"))
-        else:
-            st.markdown(t("masks.effect.intro"))
-    if section == "matrices":
-        st.markdown(t("masks.matrices.intro", s=len(pair.src_ids), pads=pair.src_pads, t=len(pair.tgt_ids),
-                      tpads=pair.tgt_pads))
-    elif section == "printout":
-        st.markdown(t("masks.printout.intro", shown=SHOWN_PADS))
-    if not needs_model or ckpt is not None:
-        mask_view(section, ckpt, tokenizer.pad_id, pair, layer, head, kind, query)
-    if section == "matrices":
-        st.caption("  \n".join([t("masks.matrices.caption"), *crop_notes(pair)]))
-        if pair.src_pads == 0:
-            st.info(t("masks.matrices.no_padding"), icon=":material/info:")
-    elif section == "printout":
-        seed_text, _ = computed(seed_example)
-        st.markdown(t("masks.printout.seed"))
-        st.code("decoder_mask(torch.tensor([[1, 2, 3, 0, 0]]))\n" + seed_text, language="python")
-    elif section == "row" and ckpt is not None:
-        st.latex(r"\begin{gathered} w_j = \frac{e^{s_j}}{\sum_k e^{s_k}}, \qquad e^{-\infty} = 0 \\ \Rightarrow\; w_j = 0"
-                 r"\text{ " + t("masks.row.formula_hidden") + r" } j \end{gathered}")
-        st.caption(t("masks.row.caption"))
+    if prepared.sentences:
+        sentences = tuple(prepared.sentences)
+        index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),
+                                "masks")
+        alphabet = getattr(tokenizer, "alphabet", "")  # a word model has a vocabulary instead (batch_of reads its task's)
+        pair = pair_tokens(computed(batch_of, sentences, alphabet, task_name), index)
+        section = st.segmented_control(t("masks.section_label"), SECTIONS, required=True,
+                                       format_func=lambda s: t(f"masks.{s}.heading"),
+                                       key=bind(SECTION, key="masks.section"))
+        layer = head = query = 0
+        kind = KIND.default
+        needs_model = section in ("effect", "row")
+        if needs_model and ckpt is None:
+            st.info(t("masks.effect.no_model"), icon=":material/info:")
+        elif needs_model:
+            layer, head = layer_and_head(ckpt)
+            if section == "row":
+                kind, query = kind_and_query(pair)
+                st.markdown(t("masks.row.intro"))
+            else:
+                st.markdown(t("masks.effect.intro"))
+        if section == "matrices":
+            st.markdown(t("masks.matrices.intro", s=len(pair.src_ids), pads=pair.src_pads, t=len(pair.tgt_ids),
+                          tpads=pair.tgt_pads))
+        elif section == "printout":
+            st.markdown(t("masks.printout.intro", shown=SHOWN_PADS))
+        if not needs_model or ckpt is not None:
+            mask_view(section, ckpt, tokenizer.pad_id, pair, layer, head, kind, query)
+        if section == "matrices":
+            st.caption("  \n".join([t("masks.matrices.caption"), *crop_notes(pair)]))
+            if pair.src_pads == 0:
+                st.info(t("masks.matrices.no_padding"), icon=":material/info:")
+        elif section == "printout":
+            seed_text, _ = computed(seed_example)
+            st.markdown(t("masks.printout.seed"))
+            st.code("decoder_mask(torch.tensor([[1, 2, 3, 0, 0]]))\n" + seed_text, language="python")
+        elif section == "row" and ckpt is not None:
+            st.latex(r"\begin{gathered} w_j = \frac{e^{s_j}}{\sum_k e^{s_k}}, \qquad e^{-\infty} = 0 \\ \Rightarrow\; w_j = 0"
+                     r"\text{ " + t("masks.row.formula_hidden") + r" } j \end{gathered}")
+            st.caption(t("masks.row.caption"))
 
-    # -------------------------------------------------------------- the training experiment
-    st.subheader(t("masks.training.heading"))
-    st.markdown(t("masks.training.body"))
-    link(stop("training"), t("masks.training.link"), icon=":material/model_training:")
-
-tour_links("masks")
+        # -------------------------------------------------------------- the training experiment
+        st.subheader(t("masks.training.heading"))
+        st.markdown(t("masks.training.body"))
+        link(stop("training"), t("masks.training.link"), icon=":material/model_training:")

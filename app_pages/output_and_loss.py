@@ -15,11 +15,10 @@ from figures import output as pictures
 from figures.labels import display_token
 from ui.cache import computed
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import tour_links
 from ui.page_errors import fragment
+from ui.scaffold import PLOT_CONFIG, page
 from ui.sidebar import CARRIED_PARAMS
-from ui.tour import page, stop
+from ui.tour import st_page, stop
 from ui.url_state import (ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, current_query,
                           markdown_literal)
 from ui.widgets import char_limit, csv_download, plot, sentence_input, show_box_cut, show_notices, text_box_key
@@ -33,7 +32,6 @@ TARGET_KEY = "output_and_loss.target"
 POSITION_KEY = "output_and_loss.position"
 SWEEP = np.round(np.concatenate([[0.0], np.geomspace(0.05, 5.0, 60)]), 4)  # the temperature curve's x
 P_GRID = np.linspace(0.001, 0.999, 200)  # the loss curve's p(right)
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
 
 
 def number(value: float, digits: int = 3) -> str:
@@ -85,7 +83,7 @@ def target_input(ckpt, source: str) -> str | None:
 def forcing_note(view: OutputView) -> None:
     """The decoder reads the target shifted right (teacher forcing), with a link to the Decoding page's view of it."""
     st.markdown(t("output_and_loss.forcing_note", reads=shown(view.input_tokens), writes=shown(view.target_tokens)))
-    st.page_link(page(stop("decoding")), label=t("output_and_loss.forcing_link"), icon=":material/output:",
+    st.page_link(st_page(stop("decoding")), label=t("output_and_loss.forcing_link"), icon=":material/output:",
                  query_params={**current_query(*CARRIED_PARAMS), "decoding_view": "forcing"})
 
 
@@ -312,10 +310,6 @@ def output_page(ckpt) -> None:
         st.markdown(t(f"output_and_loss.try.{section}"))
 
 
-st.title(t("output_and_loss.title"))
-st.markdown(t("output_and_loss.intro"))
-checkpoint = selected_model()
-if checkpoint is not None:
-    output_page(checkpoint)
-
-tour_links("output_and_loss")
+with page("output_and_loss") as checkpoint:
+    if checkpoint is not None:
+        output_page(checkpoint)

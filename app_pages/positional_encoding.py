@@ -12,8 +12,8 @@ from figures.positional import (attention_maps, example_table_html, frequency_fi
 from ui.cache import computed
 from ui.i18n import t
 from ui.models import selected_model
-from ui.nav import tour_links
 from ui.page_errors import fragment
+from ui.scaffold import page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind, clamp_state
 from ui.widgets import char_limit, example_box_key, plot, show_box_cut, show_notices
 
@@ -180,26 +180,22 @@ def rope(positions: int, d_model: int, base: float) -> None:
     st.caption(t("positional_encoding.rope.caption", positions=shown))
 
 
-st.title(t("positional_encoding.title"))
-st.markdown(t("positional_encoding.intro"))
-st.latex(r"PE_{(p,\,2i)} = \sin\!\left(\frac{p}{b^{2i/d_{model}}}\right),\qquad "
-         r"PE_{(p,\,2i+1)} = \cos\!\left(\frac{p}{b^{2i/d_{model}}}\right),\qquad b = 10000")
-with st.container(border=True):
-    st.markdown(t("positional_encoding.try_this"))
+FORMULAS = (r"PE_{(p,\,2i)} = \sin\!\left(\frac{p}{b^{2i/d_{model}}}\right),\qquad "
+            r"PE_{(p,\,2i+1)} = \cos\!\left(\frac{p}{b^{2i/d_{model}}}\right),\qquad b = 10000",)
 
-st.subheader(t("positional_encoding.table.heading"))
-d_model, positions, base = table_settings()
-frequency(positions, d_model, base)
-st.caption(t("positional_encoding.table.caption"))
+with page("positional_encoding", formulas=FORMULAS, try_this="top", model=False):
+    st.subheader(t("positional_encoding.table.heading"))
+    d_model, positions, base = table_settings()
+    frequency(positions, d_model, base)
+    st.caption(t("positional_encoding.table.caption"))
 
-similarity(positions, d_model, base)
-worked_example_table()
+    similarity(positions, d_model, base)
+    worked_example_table()
 
-st.subheader(t("positional_encoding.blind.heading"))
-st.markdown(t("positional_encoding.blind.intro"))
-ckpt = selected_model()
-if ckpt is not None:
-    order_blindness_view(ckpt)
+    st.subheader(t("positional_encoding.blind.heading"))
+    st.markdown(t("positional_encoding.blind.intro"))
+    ckpt = selected_model()
+    if ckpt is not None:
+        order_blindness_view(ckpt)
 
-rope(positions, d_model, base)
-tour_links("positional_encoding")
+    rope(positions, d_model, base)

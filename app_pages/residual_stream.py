@@ -11,16 +11,14 @@ from figures.labels import display_token, token_label
 from ui.cache import computed
 from ui.head_set import HeadSetParam
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import tour_links
 from ui.page_errors import fragment
+from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, IntParam, bind, clamp_state, markdown_literal
 from ui.widgets import csv_download, plot, sentence_input
 
 SECTIONS = ("sizes", "off")
 SECTION = ChoiceParam("residual_stream_view", "sizes", choices=SECTIONS)
 STACK = ChoiceParam("residual_stream_stack", "encoder", choices=STACKS)
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
 
 
 def norm_name(ckpt) -> str:
@@ -157,13 +155,6 @@ def explorer(ckpt) -> None:
         switching_off(ckpt, source)
 
 
-st.title(t("residual_stream.title"))
-st.markdown(t("residual_stream.intro"))
-checkpoint = selected_model()
-if checkpoint is not None:
-    explorer(checkpoint)
-with st.container(border=True):
-    st.markdown(f"**{t('residual_stream.try.heading')}**")
-    st.markdown(t("residual_stream.try.body"))
-
-tour_links("residual_stream")
+with page("residual_stream", try_this="bottom") as checkpoint:
+    if checkpoint is not None:
+        explorer(checkpoint)
