@@ -16,7 +16,7 @@ from ui.i18n import t
 from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.url_state import ChoiceParam, IntParam, TextParam, bind, clamp_state, markdown_literal
-from ui.widgets import csv_download, plot, show_box_cut, text_box_key
+from ui.widgets import csv_download, plot, show_box_cut
 
 SECTIONS = ("corpus", "worked")
 SECTION = ChoiceParam("bleu_view", "corpus", choices=SECTIONS)
@@ -179,10 +179,10 @@ def picked_sample(ckpt, tokenize: str) -> tuple[str, str, str, int]:
 
 def typed_pair(tokenize: str) -> tuple[str, str, str]:
     """(candidate, reference, tokenize) typed by the visitor (``?bleu_cand=``, ``?bleu_ref=``, ``?bleu_tok=``)."""
-    reference = st.text_input(t("bleu.worked.reference_label"), key=text_box_key(REFERENCE, "bleu.reference"),
+    reference = st.text_input(t("bleu.worked.reference_label"), key=bind(REFERENCE, key="bleu.reference"),
                               help=t("bleu.worked.reference_help"))
     show_box_cut("bleu.reference", reference, TYPED_CHARS)
-    candidate = st.text_input(t("bleu.worked.candidate_label"), key=text_box_key(CANDIDATE, "bleu.candidate"),
+    candidate = st.text_input(t("bleu.worked.candidate_label"), key=bind(CANDIDATE, key="bleu.candidate"),
                               help=t("bleu.worked.candidate_help"))
     show_box_cut("bleu.candidate", candidate, TYPED_CHARS)
     chosen = st.radio(t("bleu.worked.tokenize_label"), TOKENIZATIONS, horizontal=True,

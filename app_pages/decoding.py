@@ -15,7 +15,7 @@ from ui.nav import smoothing_link
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
-from ui.widgets import char_limit, plot, sentence_input, show_box_cut, show_notices, text_box_key
+from ui.widgets import char_limit, plot, sentence_input, show_box_cut, show_notices
 
 SECTIONS = ("steps", "compare", "forcing")
 SECTION = ChoiceParam("decoding_view", "steps", choices=SECTIONS)
@@ -196,7 +196,7 @@ def forcing_target(ckpt, source: str) -> str | None:
         return target
     st.info(t("decoding.forcing.no_target"), icon=":material/edit:")
     typed = st.text_input(t("decoding.forcing.target_label"),
-                          key=text_box_key(TextParam("decoding_target", "", max_len=TARGET_CHARS), "decoding.target"))
+                          key=bind(TextParam("decoding_target", "", max_len=TARGET_CHARS), key="decoding.target"))
     show_box_cut("decoding.target", typed, TARGET_CHARS)
     prepared = prepare_sentence(typed, target_tokenizer(ckpt), max_chars=char_limit(ckpt))
     show_notices(prepared)

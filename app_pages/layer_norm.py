@@ -6,8 +6,6 @@ from explain.layernorm import (FINAL, TokenNorm, batch_compare, matrix_csv, norm
                                rms_vs_layer, token_norm)
 from explain.norm_placement import (BATCH_SIZE, N_LAYERS, PLACEMENTS, SEEDS, TASK, gradient_csv, growth,
                                     init_gradient_norms, spread)
-from explain.text import MAX_LINES, prepare_sentences
-from explain.tokens import fallback_tokenizer
 from figures.labels import display_token, token_label
 from figures.layernorm import (feature_means_figure, gamma_beta_figure, gradient_figure, normalised_heatmap,
                                rms_layer_figure, wiring_figure)
@@ -18,7 +16,7 @@ from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
-from ui.widgets import alphabet_note, batch_input, char_limit, csv_download, plot, sentence_picker, show_notices
+from ui.widgets import batch_input, csv_download, plot, sentence_picker
 
 COUNT_PADS = BoolParam("layer_norm_pads", default=True)
 SEED = IntParam("layer_norm_seed", default=SEEDS[0], lo=SEEDS[0], hi=SEEDS[-1])
@@ -192,13 +190,7 @@ def gradients() -> None:
 FORMULAS = (LAYER_NORM, STATS)
 
 with page("layer_norm", formulas=FORMULAS, try_this="top") as ckpt:
-    tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
-    limit = char_limit(ckpt)
-    raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "layer_norm",
-                      ckpt)
-    alphabet_note(tokenizer)
-    prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
-    show_notices(prepared)
+    prepared = batch_input(ckpt, "layer_norm")
     sentences = tuple(prepared.sentences)
     if sentences:
         index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),

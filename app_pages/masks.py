@@ -5,7 +5,6 @@ import streamlit as st
 
 from explain.masks import (SELF_ATTENTION_KINDS, SHOWN_PADS, HeadMap, PairTokens, flipped, head_map, leak_share, mask_set,
                            masked_attention, pair_tokens, row_steps, seed_example)
-from explain.text import MAX_LINES, prepare_sentences
 from explain.tokens import batch_of, fallback_tokenizer
 from figures.labels import display_token
 from figures.masks import attention_map, mask_matrix, row_bars, title_lines
@@ -16,7 +15,7 @@ from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
-from ui.widgets import alphabet_note, batch_input, char_limit, plot, sentence_picker, show_notices
+from ui.widgets import batch_input, plot, sentence_picker
 
 SECTIONS = ("matrices", "printout", "effect", "row")
 SECTION = ChoiceParam("masks_view", default="matrices", choices=SECTIONS)
@@ -187,13 +186,8 @@ FORMULAS = (r"\begin{gathered}\mathrm{Attention}(Q,K,V) \\ = \mathrm{softmax}\!\
 with page("masks", formulas=FORMULAS, try_this="top") as ckpt:
     tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
     task_name = ckpt.task.get("name") if ckpt is not None else "copy"
-    limit = char_limit(ckpt)
 
-    raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "masks",
-                      ckpt)
-    alphabet_note(tokenizer)
-    prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
-    show_notices(prepared)
+    prepared = batch_input(ckpt, "masks")
 
     if prepared.sentences:
         sentences = tuple(prepared.sentences)

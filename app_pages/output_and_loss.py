@@ -21,7 +21,7 @@ from ui.sidebar import CARRIED_PARAMS
 from ui.tour import st_page, stop
 from ui.url_state import (ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, current_query,
                           markdown_literal)
-from ui.widgets import char_limit, csv_download, plot, sentence_input, show_box_cut, show_notices, text_box_key
+from ui.widgets import char_limit, csv_download, plot, sentence_input, show_box_cut, show_notices
 
 SECTIONS = ("logits", "seed", "loss", "smoothing")
 SECTION = ChoiceParam("output_and_loss_view", "logits", choices=SECTIONS)
@@ -47,26 +47,13 @@ def shown(tokens) -> str:
 # ------------------------------------------------------------------ the target box
 
 
-def follow_answer(answer: str) -> None:
-    """When the source changes and the target box still holds the previous source's answer, put the
-    new answer in it. A target the visitor typed is never replaced."""
-    state = st.session_state
-    seen_key, last_key = f"{TARGET_KEY}._answer", f"{TARGET_KEY}._last"
-    previous = state.get(seen_key)
-    if previous is not None and previous != answer and state.get(last_key, previous) == previous:
-        state[TARGET_KEY] = answer
-    state[seen_key] = answer
-
-
 def target_input(ckpt, source: str) -> str | None:
     """The target box (``?output_and_loss_target=``): the task's correct answer by default, editable. Returns the
     target the decoder reads, or None when there is none."""
     answer = expected_output(ckpt, source) or ""
-    follow_answer(answer)
-    typed = st.text_input(t("output_and_loss.target_label"),
-                          key=text_box_key(TextParam("output_and_loss_target", answer, max_len=TARGET_CHARS), TARGET_KEY),
+    param = TextParam("output_and_loss_target", answer, max_len=TARGET_CHARS)
+    typed = st.text_input(t("output_and_loss.target_label"), key=bind(param, key=TARGET_KEY, follows=TARGET_KEY),
                           help=t("output_and_loss.target_help"))
-    st.session_state[f"{TARGET_KEY}._last"] = typed
     show_box_cut(TARGET_KEY, typed, TARGET_CHARS)
     prepared = prepare_sentence(typed, target_tokenizer(ckpt), max_chars=char_limit(ckpt))
     show_notices(prepared)

@@ -15,12 +15,13 @@ from ui.models import selected_model
 from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind, clamp_state
-from ui.widgets import char_limit, example_box_key, plot, show_box_cut, show_notices
+from ui.widgets import char_limit, plot, show_box_cut, show_notices
 
 D_MODEL = IntParam("positional_encoding_d", default=64, lo=2, hi=256, step=2)  # sin/cos pairs: even sizes only
 POSITIONS = IntParam("positional_encoding_len", default=50, lo=2, hi=128)
 BASE = ChoiceParam("positional_encoding_base", default="10000", choices=BASES)
 SENTENCE = TextParam("positional_encoding_text", default="the cat sat on the mat", max_len=200)
+SENTENCE_KEY = "positional_encoding.sentence"
 USE_PE = BoolParam("positional_encoding_on", default=False)
 VERDICT_KEYS = {  # OrderBlindness.verdict -> positional.blind.<key>
     "same_sentence": "nothing_to_shuffle", "blind": "blind", "sees_order": "sees_order",
@@ -117,16 +118,16 @@ def order_blindness_view(ckpt) -> None:
     shuffle and the sentence redraw only this."""
     c1, c2, c3 = st.columns([4, 2, 2], vertical_alignment="bottom")
     with c1:
-        raw = st.text_input(t("positional_encoding.blind.sentence"), key=example_box_key(
-            SENTENCE, "positional_encoding.sentence", sentence_example(ckpt, SENTENCE.default)))
-        st.session_state["positional_encoding.sentence._last"] = raw
+        example = TextParam(SENTENCE.name, sentence_example(ckpt, SENTENCE.default), max_len=SENTENCE.max_len)
+        raw = st.text_input(t("positional_encoding.blind.sentence"),
+                            key=bind(example, key=SENTENCE_KEY, follows=SENTENCE_KEY))
     with c2:
         use_pe = st.toggle(t("positional_encoding.blind.use_pe"), key=bind(USE_PE, key="positional_encoding.use_pe"))
     with c3:
         seed = st.session_state[bind(SHUFFLE, key="positional_encoding.shuffle")]  # no widget of its own: the button moves it
         st.button(t("positional_encoding.blind.shuffle"), icon=":material/shuffle:", on_click=reshuffle,
                   key="positional_encoding.shuffle_button")
-    show_box_cut("positional_encoding.sentence", raw, SENTENCE.max_len)
+    show_box_cut(SENTENCE_KEY, raw, SENTENCE.max_len)
     prepared = prepare_sentence(raw, ckpt.tokenizer, max_chars=char_limit(ckpt))
     show_notices(prepared)
     if not prepared.sentences:

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from explain.embeddings import EmbeddingStages, embedding_stages, rms
-from explain.text import MAX_LINES, PreparedText, prepare_sentences
+from explain.text import PreparedText
 from explain.tokens import SENTENCE_ROWS, SIDES, SentenceBatch, batch_of, fallback_tokenizer, sentence_frame, side_frames
 from figures.labels import display_token
 from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figures
@@ -11,7 +11,7 @@ from ui.i18n import t
 from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.url_state import ChoiceParam, bind, markdown_literal
-from ui.widgets import alphabet_note, batch_input, char_limit, plot, sentence_picker, show_notices
+from ui.widgets import batch_input, plot, sentence_picker
 
 SIDE = ChoiceParam("tokens_side", default="source", choices=SIDES)
 
@@ -92,16 +92,11 @@ FORMULAS = (r"x_p \;=\; E[\,t_p\,]\cdot\sqrt{d_{model}} \;+\; PE(p), \qquad E \i
 with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
     tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
     task_name = ckpt.task.get("name") if ckpt is not None else "copy"
-    limit = char_limit(ckpt)
     if ckpt is None:
         st.caption(t("tokens.no_model_tokens"))
 
     st.subheader(t("tokens.batch.heading"))
-    raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "tokens",
-                      ckpt)
-    alphabet_note(tokenizer)
-    prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
-    show_notices(prepared)
+    prepared = batch_input(ckpt, "tokens")
 
     if prepared.sentences:
         sentences = tuple(prepared.sentences)

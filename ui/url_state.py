@@ -249,30 +249,68 @@ def notify_bad_value(param: Param[T], rejected: str, used: T) -> None:
 
 
 @dataclass
+class _Bound:
+    """What :func:`bind` keeps of one widget across runs."""
+
+    value: Any = None  # the value settled last (survives page switches, when Streamlit forgets the widget)
+    default: Any = None  # a moving default: the one it followed last run (``follows``)
+    cut: tuple[int, str] | None = None  # a paste longer than the box: (its length, the text kept)
+
+
+@dataclass
 class _Memo:
     """What :func:`bind` keeps in a session, under one session-state key (one lookup per call)."""
 
-    values: dict[str, Any] = field(default_factory=dict)  # {session key: last value}, survives page switches
+    bound: dict[str, _Bound] = field(default_factory=dict)  # {session key: its record}
     written: dict[str, str] = field(default_factory=dict)  # {query name: text this session last wrote}
+    picked: set[str] = field(default_factory=set)  # choices (``follows`` names) the visitor or a link made
 
 
 _MISSING = object()
 
 
-def bind(param: Param[T], *, key: str | None = None) -> str:
+def _memo() -> _Memo:
+    import streamlit as st
+
+    memo = st.session_state.get(_MEMO_KEY)
+    if not isinstance(memo, _Memo):
+        memo = st.session_state[_MEMO_KEY] = _Memo()
+    return memo
+
+
+def pick(*choices: str) -> None:
+    """The visitor made the choice(s) named ``choices`` (a click, a button): their moving defaults no
+    longer move them. Use as a widget's ``on_change=pick, args=(name,)``."""
+    _memo().picked.update(choices)
+
+
+def is_picked(choice: str) -> bool:
+    return choice in _memo().picked
+
+
+def bind(param: Param[T], *, key: str | None = None, follows: str | None = None) -> str:
     """Tie ``param`` to the session-state ``key`` of a widget; return the key to pass as ``key=``.
 
     See the module docstring for the precedence of URL, widget state, the page's last value and
     the default. Never raises on user input: a bad URL value is ignored (the widget keeps its
-    value, the default on a fresh visit) and a toast says so.
+    value, the default on a fresh visit) and a toast says so. Text longer than a
+    :class:`TextParam`'s ``max_len`` is cut to it (:func:`box_cut` then says by how much).
+
+    ``follows``: ``param.default`` moves (the model's example, the model's answer, the most focused
+    head, the language's model), and ``follows`` names the visitor's choice this value belongs to.
+    Until that choice is made the widget shows the current default; it is made by a value other
+    than the default the widget showed (typed or set by a callback), by :func:`pick`, or, for a
+    value other than text, by a link that names one. Typed text that equals the default follows it
+    again. A followed value other than text is written to the widget on every run, so the widget's
+    own state (e.g. a select box's label in the language it was drawn in) never decides it.
     """
     import streamlit as st
 
     key = key or f"url.{param.name}"
     state = st.session_state
-    memo = state.get(_MEMO_KEY)
-    if not isinstance(memo, _Memo):
-        memo = state[_MEMO_KEY] = _Memo()
+    memo = _memo()
+    record = memo.bound.setdefault(key, _Bound())
+    is_text = isinstance(param, TextParam)
     raw = st.query_params.get(param.name)
     if raw is None:
         raw = _read_old_name(param.name)
@@ -280,20 +318,34 @@ def bind(param: Param[T], *, key: str | None = None) -> str:
 
     url_is_new = raw is not None and raw != memo.written.get(param.name)
     from_url, rejected = read(param, {param.name: raw}) if url_is_new else (None, None)
-    if current is not _MISSING and isinstance(param, TextParam) and not param.accepts(current):
+    if current is not _MISSING and is_text and not param.accepts(current):
+        if isinstance(current, str) and len(current) > param.max_len:
+            record.cut = (len(current), param.clean(current))
         current = state[key] = param.clean(current)  # what the visitor typed, minus control characters
+    following = False
+    if follows is not None:
+        previous = current if current is not _MISSING else record.value
+        changed = (record.default is not None and param.accepts(previous) and previous != record.default)
+        if url_is_new and rejected is None and not is_text:
+            memo.picked.add(follows)  # a link named it
+        elif changed and not is_text:
+            memo.picked.add(follows)
+        following = follows not in memo.picked and not changed and not (url_is_new and rejected is None)
+        record.default = param.default
     if url_is_new and rejected is None:
         value = from_url
+    elif following:
+        value = param.default
     elif current is not _MISSING and param.accepts(current):
         value = current
-    elif key in memo.values and param.accepts(memo.values[key]):
-        value = memo.values[key]
+    elif record.value is not None and param.accepts(record.value):
+        value = record.value
     else:
         value = param.default
 
-    if current is _MISSING or current != value:
+    if current is _MISSING or current != value or (follows is not None and not is_text):
         state[key] = value
-    memo.values[key] = value
+    record.value = value
     text = param.format(value)
     if raw != text:
         st.query_params[param.name] = text
@@ -301,6 +353,19 @@ def bind(param: Param[T], *, key: str | None = None) -> str:
     if url_is_new and rejected is not None:
         notify_bad_value(param, rejected, value)
     return key
+
+
+def box_cut(key: str, text: str | None) -> int | None:
+    """The length of the paste that the text box ``key`` cut to its ``max_len``, while the box still
+    holds the cut text (None otherwise)."""
+    record = _memo().bound.get(key)
+    if record is None or record.cut is None:
+        return None
+    count, kept = record.cut
+    if kept != text:  # the visitor has changed the text since
+        record.cut = None
+        return None
+    return count
 
 
 def _read_old_name(name: str) -> str | None:
