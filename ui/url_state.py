@@ -312,6 +312,7 @@ def bind(param: Param[T], *, key: str | None = None, follows: str | None = None)
     record = memo.bound.setdefault(key, _Bound())
     is_text = isinstance(param, TextParam)
     raw = st.query_params.get(param.name)
+    in_url = raw is not None
     if raw is None:
         raw = _read_old_name(param.name)
     current = state.get(key, _MISSING)
@@ -347,7 +348,7 @@ def bind(param: Param[T], *, key: str | None = None, follows: str | None = None)
         state[key] = value
     record.value = value
     text = param.format(value)
-    if raw != text:
+    if raw != text or not in_url:
         st.query_params[param.name] = text
     memo.written[param.name] = text
     if url_is_new and rejected is not None:
