@@ -25,7 +25,7 @@ import streamlit as st
 
 from ui import models
 from ui.training import status as training_status
-from ui.i18n import LANG_STATE_KEY, LANGS, browser_lang, t
+from ui.i18n import LANG_STATE_KEY, LANGS, browser_lang, current_lang, t, translate
 from ui.tour import stop
 from ui.url_state import ChoiceParam, bind, markdown_literal, pick
 
@@ -112,9 +112,9 @@ def device_label() -> tuple[str, str | None]:
         return "cpu", str(exc)
 
 
-def _model_label(name: str) -> str:
+def _model_label(name: str, lang: str) -> str:
     key = "common.model.label_session" if models.is_session_model(name) else "common.model.label_shipped"
-    return t(key, name=name)
+    return translate(key, lang, name=name)
 
 
 def render(page_url_path: str = "") -> None:
@@ -134,11 +134,14 @@ def render(page_url_path: str = "") -> None:
         )
         names = models.available_models()
         if names:
+            lang = current_lang()
             st.selectbox(
                 t("common.sidebar.model"),
                 names,
                 key=models.MODEL_STATE_KEY,
-                format_func=_model_label,
+                # The labels of this run's language, even when Streamlit formats an option outside the
+                # run (where t() would read the language of the process's latest run: another session's).
+                format_func=lambda name: _model_label(name, lang),
                 help=t("common.sidebar.model_help"),
                 on_change=_model_picked,
             )
