@@ -26,7 +26,8 @@ def complexity_table() -> None:
     rows = [[t(f"attention_cost.table.row_{kind}"), ops, seq, path] for kind, ops, seq, path in COMPLEXITY]
     st.table(pd.DataFrame(rows, columns=header).set_index(header[0]))
     st.caption(t("attention_cost.table.symbols"))
-    st.markdown("\n".join(f"- {t(f'attention_cost.table.meaning_{name}')}" for name in ("complexity", "sequential", "path")))
+    st.markdown("\n".join(f"- {t(f'attention_cost.table.meaning_{name}')}" for name in ("complexity", "sequential",
+                                                                                        "path")))
     st.latex(r"\underbrace{Q}_{n\times d}\,\underbrace{K^{\top}}_{d\times n} = \underbrace{S}_{n\times n}"
              r"\;\Rightarrow\; n^2 \cdot d")
     st.latex(r"\underbrace{A}_{n\times n}\,\underbrace{V}_{n\times d} \;\Rightarrow\; n^2 \cdot d")
@@ -66,7 +67,8 @@ def measured(ckpt) -> None:
     st.caption(t("attention_cost.measure.gpu" if device.startswith("cuda") else "attention_cost.measure.no_gpu"))
     result = cached_cost(ckpt.model.config, device)
     if result is None:
-        if not st.button(t("attention_cost.measure.button"), type="primary", icon=":material/speed:", key="attention_cost.measure"):
+        if not st.button(t("attention_cost.measure.button"), type="primary", icon=":material/speed:",
+                         key="attention_cost.measure"):
             st.caption(t("attention_cost.measure.not_yet", budget=TOTAL_BUDGET_S))
             return
         result = run_measurement(ckpt)
@@ -79,7 +81,8 @@ def measured(ckpt) -> None:
 def show_result(result: CostMeasurement) -> None:
     """The two curves with their fitted slopes, the axes switch, the notes and the CSV. A fragment: the
     switch redraws only this."""
-    log_axes = st.toggle(t("attention_cost.result.log"), key=bind(LOG_AXES, key="attention_cost.log"), help=t("attention_cost.result.log_help"))
+    log_axes = st.toggle(t("attention_cost.result.log"), key=bind(LOG_AXES, key="attention_cost.log"),
+                         help=t("attention_cost.result.log_help"))
     slopes = {path: result.slope(path) for path in PATHS}
     columns = st.columns(len(PATHS))
     for column, path in zip(columns, PATHS):
@@ -91,10 +94,12 @@ def show_result(result: CostMeasurement) -> None:
              for path in PATHS}
     series = {path: (*result.series(path, "seconds"), result.series(path, "memory_bytes")[1]) for path in PATHS}
     fig = cost_figure(series, names, log_axes=log_axes,
-                      titles=(t("attention_cost.result.time_title"), t(f"attention_cost.result.memory_title_{result.memory}")),
+                      titles=(t("attention_cost.result.time_title"),
+                              t(f"attention_cost.result.memory_title_{result.memory}")),
                       x_title=t("attention_cost.result.x_title"), time_title=t("attention_cost.result.seconds"),
                       memory_title=t("attention_cost.result.mib"), guide_name=t("attention_cost.result.guide"),
-                      time_hover=t("attention_cost.result.time_hover"), memory_hover=t("attention_cost.result.memory_hover"))
+                      time_hover=t("attention_cost.result.time_hover"),
+                      memory_hover=t("attention_cost.result.memory_hover"))
     plot(fig, key="attention_cost.chart", config=PLOT_CONFIG)
     st.caption(t(f"attention_cost.result.memory_note_{result.memory}"))
     if result.stopped != "done":

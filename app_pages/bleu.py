@@ -98,7 +98,8 @@ def precision_chart(precisions, matches, totals, key: str, title: str) -> None:
     mean = math.exp(sum(math.log(p / 100) for p in precisions) / len(precisions)) * 100 \
         if all(p > 0 for p in precisions) else None
     hover = t("bleu.chart.hover", order="%{x}", p="%{customdata[1]:.1f}", counts="%{customdata[0]}")
-    fig = precision_bars(precisions, matches, totals, names=[t("bleu.order_name", n=n) for n in range(1, MAX_ORDER + 1)],
+    fig = precision_bars(precisions, matches, totals, names=[t("bleu.order_name", n=n) for n in range(1,
+                                                                                                      MAX_ORDER + 1)],
                          title=title, y_title=t("bleu.chart.y"), hover=hover, mean=mean)
     plot(fig, key=key, config={"displayModeBar": False})
     if mean is not None:

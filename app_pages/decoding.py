@@ -2,7 +2,8 @@
 teacher forcing (training) against free running (inference)."""
 import streamlit as st
 
-from explain.decoding import (EOS, STRATEGIES, TOP_K_CHOICES, TRACE_K, DecodeTrace, beams_table, decode, first_difference,
+from explain.decoding import (EOS, STRATEGIES, TOP_K_CHOICES, TRACE_K, DecodeTrace, beams_table, decode,
+                              first_difference,
                               forcing_table, generated_tokens, parse_top_k, teacher_forcing)
 from explain.tasks import expected_output
 from explain.text import first_units, join_units, prepare_sentence, unit_of
@@ -69,7 +70,8 @@ def step_by_step(ckpt, source: str) -> None:
     cfg = ckpt.model.config
     with st.container(horizontal=True, gap="large"):
         layer = st.segmented_control(t("decoding.layer"), list(range(1, cfg.n_layers + 1)), required=True,
-                                     key=bind(IntParam("decoding_layer", 1, lo=1, hi=cfg.n_layers), key="decoding.layer"))
+                                     key=bind(IntParam("decoding_layer", 1, lo=1, hi=cfg.n_layers),
+                                              key="decoding.layer"))
         head = st.segmented_control(t("decoding.head"), list(range(1, cfg.n_heads + 1)), required=True,
                                     key=bind(IntParam("decoding_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
     step_view(trace, strategy, layer, head, cfg.n_heads, unit_of(target_tokenizer(ckpt)))
@@ -138,7 +140,8 @@ def step_figure(trace: DecodeTrace, step: int, layer: int, head: int, n_heads: i
     triangle = pictures.triangle(
         current.decoder_attention[layer - 1, head - 1], current.prefix, len(trace.steps[-1].prefix),
         title=t("decoding.steps.triangle", layer=layer, head=head), x_title=t("decoding.key_axis"),
-        y_title=t("decoding.query_axis"), hover=f"{t('decoding.query')} %{{y}} → {t('decoding.key')} %{{x}}: %{{z:.3f}}")
+        y_title=t("decoding.query_axis"),
+        hover=f"{t('decoding.query')} %{{y}} → {t('decoding.key')} %{{x}}: %{{z:.3f}}")
     topk = pictures.topk(
         current.top_tokens, current.top_probs, current.chosen, sampling=current.sampling_probs,
         names=(t("decoding.steps.model_probs"), t("decoding.steps.sampled_probs")), title=t("decoding.steps.topk"),

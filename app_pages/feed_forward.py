@@ -39,10 +39,12 @@ def stack_and_layer(ckpt) -> tuple[str, int]:
     n_layers = ckpt.model.config.n_layers
     left, right = st.columns(2)
     stack = left.segmented_control(t("feed_forward.stack_label"), STACKS, required=True,
-                                   format_func=lambda s: t(f"feed_forward.stack.{s}"), key=bind(STACK, key="feed_forward.stack"))
+                                   format_func=lambda s: t(f"feed_forward.stack.{s}"),
+                                   key=bind(STACK, key="feed_forward.stack"))
     clamp_state("feed_forward.layer", n_layers)
     layer = right.segmented_control(t("feed_forward.layer_label"), list(range(1, n_layers + 1)), required=True,
-                                    key=bind(IntParam("feed_forward_layer", 1, lo=1, hi=n_layers), key="feed_forward.layer"))
+                                    key=bind(IntParam("feed_forward_layer", 1, lo=1, hi=n_layers),
+                                             key="feed_forward.layer"))
     return stack, layer
 
 
@@ -70,7 +72,8 @@ def inside(ckpt, source: str) -> None:
     kind = view.kind
     st.markdown(t("feed_forward.inside.shapes", t=T, d=view.x.shape[1], h=hidden))
     titles = (t(f"feed_forward.inside.before_{kind}"), t(f"feed_forward.inside.after_{kind}"))
-    plot(charts.activations_figure(view.pre, view.post, view.tokens, titles=titles, x_title=t("feed_forward.inside.unit"),
+    plot(charts.activations_figure(view.pre, view.post, view.tokens, titles=titles,
+                                   x_title=t("feed_forward.inside.unit"),
                                    hover=token_hover(t("feed_forward.inside.unit") + " %{x}")),
          key="feed_forward.activations", config=PLOT_CONFIG)
     st.caption(t(f"feed_forward.inside.caption_{kind}"))
@@ -78,7 +81,8 @@ def inside(ckpt, source: str) -> None:
                  "feed_forward.export_hidden")
     st.markdown(f"**{t(f'feed_forward.inside.zeros_heading_{kind}')}**")
     share = float(view.off_share.mean())
-    st.metric(t(f"feed_forward.inside.zeros_metric_{kind}"), f"{share:.0%}", help=t(f"feed_forward.inside.zeros_help_{kind}"))
+    st.metric(t(f"feed_forward.inside.zeros_metric_{kind}"), f"{share:.0%}",
+              help=t(f"feed_forward.inside.zeros_help_{kind}"))
     plot(charts.off_share_figure(view.off_share, view.tokens, x_title=t(f"feed_forward.inside.zeros_axis_{kind}"),
                                  hover="%{y}: %{x:.1%}"),
          key="feed_forward.zeros", config=PLOT_CONFIG)
@@ -88,7 +92,8 @@ def inside(ckpt, source: str) -> None:
                               hover=token_hover(t("feed_forward.inside.dimension") + " %{x}")),
          key="feed_forward.output", config=PLOT_CONFIG)
     st.caption(t("feed_forward.inside.output_caption"))
-    csv_download("feed_forward.export", lambda: output_csv(view), f"ffn_{stack}_L{layer}_output.csv", "feed_forward.export_output")
+    csv_download("feed_forward.export", lambda: output_csv(view), f"ffn_{stack}_L{layer}_output.csv",
+                 "feed_forward.export_output")
 
 
 # ------------------------------------------------------------------ position-wise
@@ -108,7 +113,8 @@ def position_pickers(tokens: list[str]) -> tuple[int, int]:
     copy_from = left.selectbox(t("feed_forward.position.from"), options, format_func=label,
                                key=bind(IntParam("feed_forward_from", 0, lo=0, hi=last), key="feed_forward.copy_from"))
     copy_to = right.selectbox(t("feed_forward.position.to"), options, format_func=label,
-                              key=bind(IntParam("feed_forward_to", min(1, last), lo=0, hi=last), key="feed_forward.copy_to"))
+                              key=bind(IntParam("feed_forward_to", min(1, last), lo=0, hi=last),
+                                       key="feed_forward.copy_to"))
     return copy_from, copy_to
 
 
@@ -128,9 +134,11 @@ def position(ckpt, source: str) -> None:
     ffn_others = float(result.ffn_change[others].max()) if others else 0.0
     att_others = float(result.attention_change[others].max()) if others else 0.0
     c1, c2, c3 = st.columns(3)
-    c1.metric(t("feed_forward.position.twin_metric"), f"{result.twin_gap:.1e}", help=t("feed_forward.position.twin_help"))
+    c1.metric(t("feed_forward.position.twin_metric"), f"{result.twin_gap:.1e}",
+              help=t("feed_forward.position.twin_help"))
     c2.metric(t("feed_forward.position.ffn_others"), f"{ffn_others:.1e}", help=t("feed_forward.position.others_help"))
-    c3.metric(t("feed_forward.position.attention_others"), f"{att_others:.2f}", help=t("feed_forward.position.others_help"))
+    c3.metric(t("feed_forward.position.attention_others"), f"{att_others:.2f}",
+              help=t("feed_forward.position.others_help"))
     names = (t("feed_forward.position.ffn_name"), t("feed_forward.position.attention_name"))
     plot(charts.position_wise_figure(result.tokens, result.ffn_change, result.attention_change, names=names,
                                      changed=result.copy_to, x_title=t("feed_forward.position.x_title"),
@@ -169,14 +177,16 @@ def parameters(ckpt) -> None:
     st.dataframe(shown.rename(columns=columns), hide_index=True, width="stretch")
     labels = [t("feed_forward.params.bar_label", model=m, stack=s) for m, s in zip(shown["model"], shown["stack"])]
     totals = rows["total"].to_numpy(dtype=float)
-    names = (t("feed_forward.params.col_ffn"), t("feed_forward.params.col_attention"), t("feed_forward.params.col_norm"))
+    names = (t("feed_forward.params.col_ffn"), t("feed_forward.params.col_attention"),
+             t("feed_forward.params.col_norm"))
     plot(charts.parameter_figure(labels, rows["ffn"] / totals, rows["attention"] / totals, rows["norm"] / totals,
                                  names=names, x_title=t("feed_forward.params.x_title")),
          key="feed_forward.params_chart", config=PLOT_CONFIG)
     this_encoder = rows.iloc[0]
     st.caption(t("feed_forward.params.reading", share=f"{this_encoder['ffn_share']:.0%}",
                  paper=f"{rows.iloc[2]['ffn_share']:.0%}"))
-    csv_download("feed_forward.export", lambda: rows.to_csv(index=False), "ffn_parameters.csv", "feed_forward.export_params")
+    csv_download("feed_forward.export", lambda: rows.to_csv(index=False), "ffn_parameters.csv",
+                 "feed_forward.export_params")
 
 
 # ------------------------------------------------------------------ the page
@@ -186,7 +196,8 @@ def explorer(ckpt) -> None:
     source = sentence_input(ckpt, "feed_forward")
     formula(ckpt)
     section = st.segmented_control(t("feed_forward.section_label"), SECTIONS, required=True,
-                                   format_func=lambda s: t(f"feed_forward.section.{s}"), key=bind(SECTION, key="feed_forward.section"))
+                                   format_func=lambda s: t(f"feed_forward.section.{s}"),
+                                   key=bind(SECTION, key="feed_forward.section"))
     if section == "params":
         parameters(ckpt)
     elif source is None:

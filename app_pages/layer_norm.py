@@ -42,7 +42,8 @@ def site_label(site: str, n_layers: int) -> str:
 
 
 def site_picker(ckpt) -> str:
-    """Which of the model's norms to look at (``?layer_norm_at=``): every Add & Norm, and a pre-norm stack's final norm."""
+    """Which of the model's norms to look at (``?layer_norm_at=``): every Add & Norm, and a pre-norm
+    stack's final norm."""
     config = ckpt.model.config
     sites = norm_sites(config.n_layers, config.norm_first)
     param = ChoiceParam("layer_norm_at", default=sites[0], choices=sites)
@@ -125,7 +126,8 @@ def batch_view(ckpt, sentences: tuple[str, ...], index: int) -> None:
     count_pads = st.toggle(t("layer_norm.batch.count_pads"), key=bind(COUNT_PADS, key="layer_norm.count_pads"),
                            help=t("layer_norm.batch.count_pads_help"))
     view = computed(batch_compare, sentences, index, count_pads, model=ckpt)
-    labels = dict(x_title=t("layer_norm.feature"), y_title=t("layer_norm.batch.token"), hover=t("layer_norm.batch.hover"))
+    labels = dict(x_title=t("layer_norm.feature"), y_title=t("layer_norm.batch.token"),
+                  hover=t("layer_norm.batch.hover"))
     layer_col, batch_col = st.columns(2)
     plot(normalised_heatmap(view.layer_norm, view.tokens, title=t("layer_norm.batch.layer_title"), **labels),
          where=layer_col, key="layer_norm.batch_layer")
@@ -193,7 +195,8 @@ with page("layer_norm", formulas=FORMULAS, try_this="top") as ckpt:
     prepared = batch_input(ckpt, "layer_norm")
     sentences = tuple(prepared.sentences)
     if sentences:
-        index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),
+        index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}",
+                                                                        text="{text}"),
                                 "layer_norm")
         st.subheader(t("layer_norm.token.heading"))
         st.markdown(t("layer_norm.token.intro"))

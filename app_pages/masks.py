@@ -3,7 +3,8 @@ from typing import Sequence
 
 import streamlit as st
 
-from explain.masks import (SELF_ATTENTION_KINDS, SHOWN_PADS, HeadMap, PairTokens, flipped, head_map, leak_share, mask_set,
+from explain.masks import (SELF_ATTENTION_KINDS, SHOWN_PADS, HeadMap, PairTokens, flipped, head_map, leak_share,
+                           mask_set,
                            masked_attention, pair_tokens, row_steps, seed_example)
 from explain.tokens import batch_of, fallback_tokenizer
 from figures.labels import display_token
@@ -191,9 +192,11 @@ with page("masks", formulas=FORMULAS, try_this="top") as ckpt:
 
     if prepared.sentences:
         sentences = tuple(prepared.sentences)
-        index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),
+        index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}",
+                                                                        text="{text}"),
                                 "masks")
-        alphabet = getattr(tokenizer, "alphabet", "")  # a word model has a vocabulary instead (batch_of reads its task's)
+        alphabet = getattr(tokenizer, "alphabet",
+                           "")  # a word model has a vocabulary instead (batch_of reads its task's)
         pair = pair_tokens(computed(batch_of, sentences, alphabet, task_name), index)
         section = st.segmented_control(t("masks.section_label"), SECTIONS, required=True,
                                        format_func=lambda s: t(f"masks.{s}.heading"),

@@ -99,9 +99,11 @@ def logits_section(view: OutputView) -> None:
     position_status(view, position)
     d_model = view.hidden.shape[1]
     plot(pictures.last_vector(view.hidden[position], title=t("output_and_loss.logits.vector_title", d=d_model),
-                              x_title=t("output_and_loss.logits.vector_axis"), hover=t("output_and_loss.logits.vector_hover")),
+                              x_title=t("output_and_loss.logits.vector_axis"),
+                              hover=t("output_and_loss.logits.vector_hover")),
          key="output_and_loss.vector", config=PLOT_CONFIG)
-    st.caption(t("output_and_loss.logits.vector_prenorm" if view.norm_first else "output_and_loss.logits.vector_postnorm") + " "
+    where = "output_and_loss.logits.vector_prenorm" if view.norm_first else "output_and_loss.logits.vector_postnorm"
+    st.caption(t(where) + " "
                + t("output_and_loss.logits.generator_note"))
     st.latex(r"z = W\,h + b,\qquad W \in \mathbb{R}^{%d \times %d},\; b \in \mathbb{R}^{%d}"
              % (view.weight_shape[0], view.weight_shape[1], view.weight_shape[0]))
@@ -112,23 +114,29 @@ def logits_section(view: OutputView) -> None:
     dist = distribution(view, position, temperature)
     fig = pictures.logits_and_probs(
         dist.tokens, dist.logits, dist.probs, dist.target_index,
-        titles=(t("output_and_loss.logits.logits_title"), t("output_and_loss.logits.probs_title", temperature=f"{temperature:g}")),
+        titles=(t("output_and_loss.logits.logits_title"), t("output_and_loss.logits.probs_title",
+                                                            temperature=f"{temperature:g}")),
         hover=(t("output_and_loss.logits.logit_hover"), t("output_and_loss.logits.prob_hover")))
     plot(fig, key="output_and_loss.logits", config=PLOT_CONFIG)
     st.caption(t("output_and_loss.logits.listed", k=min(TOP_K, view.vocab_size), vocab=view.vocab_size)
-               + (" " + t("output_and_loss.logits.target_added", rank=dist.target_rank) if dist.target_rank > TOP_K else ""))
+               + (" " + t("output_and_loss.logits.target_added",
+                          rank=dist.target_rank) if dist.target_rank > TOP_K else ""))
     cols = st.columns(4)
-    cols[0].metric(t("output_and_loss.logits.p_target"), number(dist.target_prob), help=t("output_and_loss.logits.p_target_help"))
+    cols[0].metric(t("output_and_loss.logits.p_target"), number(dist.target_prob),
+                   help=t("output_and_loss.logits.p_target_help"))
     cols[1].metric(t("output_and_loss.logits.top_p"), number(dist.top_prob))
-    cols[2].metric(t("output_and_loss.logits.entropy"), number(dist.entropy), help=t("output_and_loss.logits.entropy_help"))
+    cols[2].metric(t("output_and_loss.logits.entropy"), number(dist.entropy),
+                   help=t("output_and_loss.logits.entropy_help"))
     cols[3].metric(t("output_and_loss.logits.choices"), f"{np.exp(dist.entropy):.2f}",
                    help=t("output_and_loss.logits.choices_help", vocab=view.vocab_size))
     sweep = temperature_sweep(view.logits[position], view.target_ids[position], SWEEP)
     curve = pictures.temperature_curve(
         sweep["temperature"], sweep["top"], sweep["target"], sweep["entropy"], temperature,
         float(np.log(view.vocab_size)),
-        names=(t("output_and_loss.logits.top_p"), t("output_and_loss.logits.p_target"), t("output_and_loss.logits.entropy")),
-        x_title=t("output_and_loss.logits.temperature"), y_title=t("output_and_loss.probability"), y2_title=t("output_and_loss.logits.entropy"))
+        names=(t("output_and_loss.logits.top_p"), t("output_and_loss.logits.p_target"),
+               t("output_and_loss.logits.entropy")),
+        x_title=t("output_and_loss.logits.temperature"), y_title=t("output_and_loss.probability"),
+        y2_title=t("output_and_loss.logits.entropy"))
     plot(curve, key="output_and_loss.temperature_curve", config=PLOT_CONFIG)
     st.caption(t("output_and_loss.logits.curve_caption"))
     columns = {name: t(f"output_and_loss.col.{name}") for name in ("id", "token", "logit", "probability", "target")}
@@ -136,7 +144,8 @@ def logits_section(view: OutputView) -> None:
     def distribution_csv() -> str:
         return distribution_table(view, position, temperature, columns).to_csv(index=False)
 
-    csv_download("output_and_loss.download", distribution_csv, f"distribution_position{position}.csv", "output_and_loss.logits_csv")
+    csv_download("output_and_loss.download", distribution_csv, f"distribution_position{position}.csv",
+                 "output_and_loss.logits_csv")
 
 
 # ------------------------------------------------------------------ 2. the seeds' worked numbers
@@ -198,7 +207,8 @@ def loss_section(view: OutputView) -> None:
                ("position", "reads", "should", "predicts", "p_right", "loss", "smoothed_loss")}
     table = positions_table(view, epsilon, columns, show=display_token)
     st.dataframe(table, hide_index=True, width="stretch")
-    csv_download("output_and_loss.download", lambda: table.to_csv(index=False), "losses.csv", "output_and_loss.losses_csv")
+    csv_download("output_and_loss.download", lambda: table.to_csv(index=False), "losses.csv",
+                 "output_and_loss.losses_csv")
     st.caption(t("output_and_loss.loss.caption"))
 
 
@@ -219,7 +229,8 @@ def smoothing_section(view: OutputView) -> None:
         view.target_tokens, probs, None if trained is None else 1 - trained,
         chosen if isinstance(chosen, int) else None,
         ceiling_label=t("output_and_loss.smoothing.ceiling", p=f"{1 - (trained or 0):g}"),
-        x_title=t("output_and_loss.loss.x_title"), y_title=t("output_and_loss.smoothing.p_right"), hover=t("output_and_loss.smoothing.hover"))
+        x_title=t("output_and_loss.loss.x_title"), y_title=t("output_and_loss.smoothing.p_right"),
+        hover=t("output_and_loss.smoothing.hover"))
     plot(fig, key="output_and_loss.right_probs", config=PLOT_CONFIG)
     if trained is not None:
         st.caption(t("output_and_loss.smoothing.measured", mean=number(float(probs.mean())), p=f"{1 - trained:g}",
@@ -235,7 +246,8 @@ def smoothing_section(view: OutputView) -> None:
 def smoothing_view(view: OutputView) -> None:
     """The ε slider and what it drives: the one-hot and smoothed targets at one position, and the loss curve."""
     epsilon = float(st.slider(t("output_and_loss.smoothing.epsilon"), 0.0, 0.5, step=0.05,
-                              key=bind(EPSILON, key="output_and_loss.epsilon"), help=t("output_and_loss.smoothing.epsilon_help")))
+                              key=bind(EPSILON, key="output_and_loss.epsilon"),
+                              help=t("output_and_loss.smoothing.epsilon_help")))
     position = position_picker(view)
     rows = target_rows(view, position, epsilon)
     names = (t("output_and_loss.smoothing.one_hot"), t("output_and_loss.smoothing.smoothed", epsilon=f"{epsilon:g}"),
@@ -243,7 +255,8 @@ def smoothing_view(view: OutputView) -> None:
     st.markdown(t("output_and_loss.smoothing.targets_title", position=position,
                   token=markdown_literal(display_token(view.target_tokens[position]))))
     plot(pictures.targets(rows.tokens, rows.one_hot, rows.smoothed, rows.model, rows.target_index, names=names,
-                          x_title=t("output_and_loss.smoothing.log_axis"), hover=t("output_and_loss.smoothing.target_hover")),
+                          x_title=t("output_and_loss.smoothing.log_axis"),
+                          hover=t("output_and_loss.smoothing.target_hover")),
          key="output_and_loss.targets", config=PLOT_CONFIG)
     st.caption(t("output_and_loss.smoothing.targets_caption", n=rows.n_shared, each=f"{rows.shared:.5f}",
                  k=min(TOP_K, view.vocab_size)))
@@ -257,14 +270,16 @@ def smoothing_view(view: OutputView) -> None:
                              x_title=t("output_and_loss.smoothing.p_right"), y_title=t("output_and_loss.loss.y_title")),
          key="output_and_loss.loss_curve", config=PLOT_CONFIG)
     cols = st.columns(3)
-    cols[0].metric(t("output_and_loss.smoothing.perfect_one_hot"), "0", help=t("output_and_loss.smoothing.perfect_one_hot_help"))
+    cols[0].metric(t("output_and_loss.smoothing.perfect_one_hot"), "0",
+                   help=t("output_and_loss.smoothing.perfect_one_hot_help"))
     cols[1].metric(t("output_and_loss.smoothing.perfect_smoothed"), "∞" if epsilon > 0 else "0",
                    help=t("output_and_loss.smoothing.perfect_smoothed_help"))
     cols[2].metric(t("output_and_loss.smoothing.floor"), number(floor), help=t("output_and_loss.smoothing.floor_help"))
     st.markdown(t("output_and_loss.smoothing.why", epsilon=f"{epsilon:g}", p=f"{1 - epsilon:g}", floor=number(floor),
                   sentence=number(mean_loss(view, epsilon))))
     columns = {name: t(f"output_and_loss.col.{name}") for name in ("id", "token", "one_hot", "smoothed", "model")}
-    csv_download("output_and_loss.download", lambda: targets_table(view, position, epsilon, columns).to_csv(index=False),
+    csv_download("output_and_loss.download", lambda: targets_table(view, position, epsilon,
+                                                                   columns).to_csv(index=False),
                  f"targets_position{position}.csv", "output_and_loss.targets_csv")
 
 

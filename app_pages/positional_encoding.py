@@ -36,12 +36,14 @@ def table_settings() -> tuple[int, int, float]:
     c1, c2, c3 = st.columns(3)
     with c1:
         d_model = st.slider(t("positional_encoding.table.d_model"), D_MODEL.lo, D_MODEL.hi, step=2,
-                            key=bind(D_MODEL, key="positional_encoding.d_model"), help=t("positional_encoding.table.d_model_help"))
+                            key=bind(D_MODEL, key="positional_encoding.d_model"),
+                            help=t("positional_encoding.table.d_model_help"))
     with c2:
         positions = st.slider(t("positional_encoding.table.positions"), POSITIONS.lo, POSITIONS.hi,
                               key=bind(POSITIONS, key="positional_encoding.positions"))
     with c3:
-        base = st.select_slider(t("positional_encoding.table.base"), BASE.choices, key=bind(BASE, key="positional_encoding.base"),
+        base = st.select_slider(t("positional_encoding.table.base"), BASE.choices,
+                                key=bind(BASE, key="positional_encoding.base"),
                                 format_func=lambda b: f"{int(b):,}", help=t("positional_encoding.table.base_help"))
     return d_model, positions, float(base)
 
@@ -65,14 +67,17 @@ def frequency(positions: int, d_model: int, base: float) -> None:
     clamp_state("positional_encoding.pair", pair_param.hi)
     key = bind(pair_param, key="positional_encoding.pair")
     if pairs > 1:
-        pair = st.slider(t("positional_encoding.table.pair"), 0, pairs - 1, key=key, help=t("positional_encoding.table.pair_help"))
+        pair = st.slider(t("positional_encoding.table.pair"), 0, pairs - 1, key=key,
+                         help=t("positional_encoding.table.pair_help"))
         st.markdown(pair_status(pair, positions, d_model, base))
     else:
         pair = st.session_state[key]
         st.caption(t("positional_encoding.table.one_pair") + "  \n" + pair_status(pair, positions, d_model, base))
     table = computed(pe_table, positions, d_model, base)
-    table_labels = (t("positional_encoding.table.x_dim"), t("positional_encoding.table.y_pos"), t("positional_encoding.table.hover"))
-    wave_labels = (t("positional_encoding.table.sin_name", dim=2 * pair), t("positional_encoding.table.cos_name", dim=2 * pair + 1),
+    table_labels = (t("positional_encoding.table.x_dim"), t("positional_encoding.table.y_pos"),
+                    t("positional_encoding.table.hover"))
+    wave_labels = (t("positional_encoding.table.sin_name", dim=2 * pair), t("positional_encoding.table.cos_name",
+                                                                            dim=2 * pair + 1),
                    t("positional_encoding.table.y_pos"), t("positional_encoding.table.one_turn"))
     plot(frequency_figure(table, pair, wavelength(pair, d_model, base), table_labels, wave_labels),
                     key="positional_encoding.frequency_chart")
@@ -87,7 +92,8 @@ def similarity(positions: int, d_model: int, base: float) -> None:
     left, right = st.columns(2, gap="medium")
     with left:
         values = computed(position_similarity, positions, d_model, base)
-        labels = (t("positional_encoding.similarity.x"), t("positional_encoding.similarity.y"), t("positional_encoding.similarity.hover"))
+        labels = (t("positional_encoding.similarity.x"), t("positional_encoding.similarity.y"),
+                  t("positional_encoding.similarity.hover"))
         plot(similarity_figure(values, d_model / 2, labels), key="positional_encoding.similarity_chart")
     with right:
         values = computed(offset_similarity, d_model, base, positions, starts)
@@ -108,7 +114,8 @@ def worked_example_table() -> None:
 
 def reshuffle() -> None:
     """The shuffle button's callback: draw the next word order (it runs before the page does)."""
-    st.session_state["positional_encoding.shuffle"] = (st.session_state["positional_encoding.shuffle"] + 1) % (SHUFFLE.hi + 1)
+    key = "positional_encoding.shuffle"
+    st.session_state[key] = (st.session_state[key] + 1) % (SHUFFLE.hi + 1)
 
 
 @fragment
@@ -124,7 +131,8 @@ def order_blindness_view(ckpt) -> None:
     with c2:
         use_pe = st.toggle(t("positional_encoding.blind.use_pe"), key=bind(USE_PE, key="positional_encoding.use_pe"))
     with c3:
-        seed = st.session_state[bind(SHUFFLE, key="positional_encoding.shuffle")]  # no widget of its own: the button moves it
+        seed = st.session_state[bind(SHUFFLE,
+                                     key="positional_encoding.shuffle")]  # no widget of its own: the button moves it
         st.button(t("positional_encoding.blind.shuffle"), icon=":material/shuffle:", on_click=reshuffle,
                   key="positional_encoding.shuffle_button")
     show_box_cut(SENTENCE_KEY, raw, SENTENCE.max_len)
@@ -147,7 +155,8 @@ def order_blindness_view(ckpt) -> None:
     if verdict == "blind":
         st.success(t("positional_encoding.blind.blind"), icon=":material/visibility_off:")
     else:
-        st.info(t(f"positional_encoding.blind.{VERDICT_KEYS[verdict]}"), icon=VERDICT_ICONS.get(verdict, ":material/info:"))
+        st.info(t(f"positional_encoding.blind.{VERDICT_KEYS[verdict]}"), icon=VERDICT_ICONS.get(verdict,
+                                                                                                ":material/info:"))
 
 
 def rope(positions: int, d_model: int, base: float) -> None:
@@ -168,7 +177,8 @@ def rope(positions: int, d_model: int, base: float) -> None:
         plot(rope_circle_figure(points, t("positional_encoding.rope.circle_title", a=0, b=1)),
                         key="positional_encoding.rope_circle")
     with matrix:
-        labels = (t("positional_encoding.rope.key_pos"), t("positional_encoding.rope.query_pos"), t("positional_encoding.rope.hover"))
+        labels = (t("positional_encoding.rope.key_pos"), t("positional_encoding.rope.query_pos"),
+                  t("positional_encoding.rope.hover"))
         plot(rope_matrix_figure(scores, t("positional_encoding.rope.matrix_title"), labels),
                         key="positional_encoding.rope_matrix")
     with lines:

@@ -38,7 +38,8 @@ def formula(ckpt) -> None:
 
 def column_names(columns: list[tuple[int, str]]) -> list[str]:
     """``L1 attn``-style names of the sublayer connections of a stack, in order."""
-    return [t("residual_stream.column", layer=layer, sublayer=t(f"residual_stream.short.{sub}")) for layer, sub in columns]
+    return [t("residual_stream.column", layer=layer, sublayer=t(f"residual_stream.short.{sub}")) for layer,
+            sub in columns]
 
 
 # ------------------------------------------------------------------ sizes and turns
@@ -49,7 +50,8 @@ def token_picker(tokens: list[str]) -> int:
     last = len(tokens) - 1
     clamp_state("residual_stream.token", last)
     return st.selectbox(t("residual_stream.sizes.token"), list(range(len(tokens))),
-                        format_func=lambda i: t("residual_stream.sizes.token_option", i=i, token=display_token(tokens[i])),
+                        format_func=lambda i: t("residual_stream.sizes.token_option", i=i,
+                                                token=display_token(tokens[i])),
                         key=bind(IntParam("residual_stream_tok", 0, lo=0, hi=last), key="residual_stream.token"))
 
 
@@ -59,7 +61,8 @@ def sizes(ckpt, source: str) -> None:
     stack and the token redraw only this."""
     view = computed(stream_view, source, model=ckpt)
     stack = st.segmented_control(t("residual_stream.stack_label"), STACKS, required=True,
-                                 format_func=lambda s: t(f"residual_stream.stack.{s}"), key=bind(STACK, key="residual_stream.stack"))
+                                 format_func=lambda s: t(f"residual_stream.stack.{s}"),
+                                 key=bind(STACK, key="residual_stream.stack"))
     if stack == "decoder":
         st.caption(t(f"residual_stream.decoder_reads_{view.target.origin}",
                      target=markdown_literal(view.target.text, limit=60)))
@@ -68,7 +71,8 @@ def sizes(ckpt, source: str) -> None:
     update_norm, _ = stream_matrix(view, stack, "update_norm")
     turn, _ = stream_matrix(view, stack, "turn_cos")
     names = column_names(columns)
-    titles = (t("residual_stream.sizes.x_title"), t("residual_stream.sizes.update_title"), t("residual_stream.sizes.turn_title"))
+    titles = (t("residual_stream.sizes.x_title"), t("residual_stream.sizes.update_title"),
+              t("residual_stream.sizes.turn_title"))
     hovers = ("%{y} · %{x}: ‖x‖ = %{z:.2f}", f"%{{y}} · %{{x}}: ‖{t('residual_stream.update')}‖ = %{{z:.2f}}",
               "%{y} · %{x}: cos = %{z:.3f}")
     plot(charts.stream_figure(x_norm, update_norm, turn, tokens, names, titles=titles, hovers=hovers),
@@ -77,14 +81,16 @@ def sizes(ckpt, source: str) -> None:
                  norm=norm_name(ckpt)))
     position = token_picker(tokens)
     path = token_path(view, stack, position)
-    line_names = (t("residual_stream.sizes.x_line"), t("residual_stream.sizes.update_line"), t("residual_stream.sizes.turn_line"))
+    line_names = (t("residual_stream.sizes.x_line"), t("residual_stream.sizes.update_line"),
+                  t("residual_stream.sizes.turn_line"))
     plot(charts.token_path_figure(names, path["x_norm"].to_numpy(), path["update_norm"].to_numpy(),
                                   path["turn_cos"].to_numpy(), names=line_names,
                                   titles=(t("residual_stream.sizes.path_sizes", token=token_label(tokens[position])),
                                           t("residual_stream.sizes.path_turn")),
                                   size_title=t("residual_stream.sizes.size_axis"), cos_title="cos"),
          key="residual_stream.path", config=PLOT_CONFIG)
-    csv_download("residual_stream.export", lambda: stream_csv(view), "residual_stream.csv", "residual_stream.export_stream")
+    csv_download("residual_stream.export", lambda: stream_csv(view), "residual_stream.csv",
+                 "residual_stream.export_stream")
 
 
 # ------------------------------------------------------------------ switching a residual off
@@ -100,7 +106,8 @@ def connections_to_switch_off(ckpt) -> list[str]:
                  sublayer=t(f"residual_stream.long.{sublayer}"))
 
     param = HeadSetParam("residual_stream_off", default=[], choices=tuple(codes))
-    return st.multiselect(t("residual_stream.off.label"), codes, format_func=label, key=bind(param, key="residual_stream.off"),
+    return st.multiselect(t("residual_stream.off.label"), codes, format_func=label, key=bind(param,
+                                                                                             key="residual_stream.off"),
                           placeholder=t("residual_stream.off.placeholder"), help=t("residual_stream.off.help"))
 
 
@@ -134,7 +141,8 @@ def switching_off(ckpt, source: str) -> None:
         st.warning(t("residual_stream.off.changed_answer"), icon=":material/swap_horiz:")
     names = (t("residual_stream.off.all_on"), t("residual_stream.off.some_off", count=len(off)))
     plot(ablation_figure(result.tokens, result.per_token_on, result.per_token_off, names=names,
-                         x_title=t("residual_stream.off.x_title"), y_title=t("residual_stream.off.y_title"), hover="%{x}: %{y:.3f}"),
+                         x_title=t("residual_stream.off.x_title"), y_title=t("residual_stream.off.y_title"),
+                         hover="%{x}: %{y:.3f}"),
          key="residual_stream.off_chart", config=PLOT_CONFIG)
 
 

@@ -3,7 +3,8 @@ import streamlit as st
 
 from explain.embeddings import EmbeddingStages, embedding_stages, rms
 from explain.text import PreparedText
-from explain.tokens import SENTENCE_ROWS, SIDES, SentenceBatch, batch_of, fallback_tokenizer, sentence_frame, side_frames
+from explain.tokens import (SENTENCE_ROWS, SIDES, SentenceBatch, batch_of, fallback_tokenizer, sentence_frame,
+                            side_frames)
 from figures.labels import display_token
 from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figures
 from ui.cache import computed
@@ -107,7 +108,8 @@ with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
             st.info(t("tokens.batch.no_target"), icon=":material/info:")
 
         st.subheader(t("tokens.sentence.heading"))
-        index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),
+        index = sentence_picker(t("tokens.sentence.pick"), sentences,
+                                t("tokens.sentence.option", n="{n}", text="{text}"),
                                 "tokens")
         sentence_table(batch, prepared, index)
         embedding_section(ckpt, tuple(batch.source[index].ids))

@@ -47,15 +47,21 @@ BLOCK_VIEWS: dict[tuple[str, str], tuple[str, dict[str, str], str]] = {
     ("140", "760"): ("attention", {"attention_kind": "encoder"}, "attention.kind.encoder"),  # Multi-Head Self-Attention
     ("470", "760"): ("attention", {"attention_kind": "decoder"}, "attention.kind.decoder"),  # Masked Multi-Head ...
     ("470", "620"): ("attention", {"attention_kind": "cross"}, "attention.kind.cross"),  # Cross-Attention
-    ("140", "640"): ("feed_forward", {"feed_forward_stack": "encoder"}, "feed_forward.stack.encoder"),  # encoder Feed Forward
-    ("470", "500"): ("feed_forward", {"feed_forward_stack": "decoder"}, "feed_forward.stack.decoder"),  # decoder Feed Forward
-    ("140", "710"): ("layer_norm", {"layer_norm_at": "encoder.0.self_attn"}, "layer_norm.token.sublayer_self_attn"),  # Add & Norm
+    ("140", "640"):  # encoder Feed Forward
+        ("feed_forward", {"feed_forward_stack": "encoder"}, "feed_forward.stack.encoder"),
+    ("470", "500"):  # decoder Feed Forward
+        ("feed_forward", {"feed_forward_stack": "decoder"}, "feed_forward.stack.decoder"),
+    ("140", "710"):  # Add & Norm
+        ("layer_norm", {"layer_norm_at": "encoder.0.self_attn"}, "layer_norm.token.sublayer_self_attn"),
     ("140", "590"): ("layer_norm", {"layer_norm_at": "encoder.0.ffn"}, "layer_norm.token.sublayer_ffn"),  # Add & Norm
-    ("470", "710"): ("layer_norm", {"layer_norm_at": "decoder.0.self_attn"}, "layer_norm.token.sublayer_self_attn"),  # Add & Norm
-    ("470", "570"): ("layer_norm", {"layer_norm_at": "decoder.0.cross_attn"}, "layer_norm.token.sublayer_cross_attn"),  # Add & Norm
+    ("470", "710"):  # Add & Norm
+        ("layer_norm", {"layer_norm_at": "decoder.0.self_attn"}, "layer_norm.token.sublayer_self_attn"),
+    ("470", "570"):  # Add & Norm
+        ("layer_norm", {"layer_norm_at": "decoder.0.cross_attn"}, "layer_norm.token.sublayer_cross_attn"),
     ("470", "450"): ("layer_norm", {"layer_norm_at": "decoder.0.ffn"}, "layer_norm.token.sublayer_ffn"),  # Add & Norm
     ("470", "370"): ("output_and_loss", {"output_and_loss_view": "logits"}, "output_and_loss.section.logits"),  # Linear
-    ("470", "310"): ("output_and_loss", {"output_and_loss_view": "logits"}, "output_and_loss.section.logits"),  # Softmax
+    ("470", "310"):  # Softmax
+        ("output_and_loss", {"output_and_loss_view": "logits"}, "output_and_loss.section.logits"),
 }
 _BLOCK = re.compile(r'<a href="\./[^"]*" data-page="([^"]+)">(.*?)</a>', re.DOTALL)
 _TITLE = re.compile(r"<title>.*?</title>", re.DOTALL)

@@ -42,7 +42,8 @@ def link(s: Stop, label: str | None = None, *, icon: str | None = None, icon_pos
 
 def smoothing_link() -> None:
     """Under a probability: why a right token tops out near 0.9, explained on the output page's label-smoothing view."""
-    link(stop("output_and_loss"), t("common.smoothing_link"), icon=":material/functions:", view={"output_and_loss_view": "smoothing"})
+    link(stop("output_and_loss"), t("common.smoothing_link"), icon=":material/functions:",
+         view={"output_and_loss_view": "smoothing"})
 
 
 def tour_links(current: str) -> None:

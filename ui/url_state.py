@@ -7,8 +7,8 @@ A *param* says how one query-string value is named, parsed, checked and written 
     from ui.i18n import t
     from ui.url_state import IntParam, ChoiceParam, bind
 
-    HEADS = IntParam("heads", default=4, lo=1, hi=8)
-    LAYER = ChoiceParam("layer", default="enc", choices=("enc", "dec", "cross"))
+    HEADS = IntParam("attention_heads", default=4, lo=1, hi=8)
+    LAYER = ChoiceParam("attention_layer", default="enc", choices=("enc", "dec", "cross"))
 
     heads = st.slider(t("attention.heads"), 1, 8, key=bind(HEADS, key="attention.heads"))
     layer = st.radio(t("attention.layer"), LAYER.choices, key=bind(LAYER, key="attention.layer"),
@@ -19,8 +19,8 @@ Rules for page authors:
 * Call :func:`bind` right before the widget, every run, and give the widget ``key=`` what it
   returns. Do **not** pass ``value=`` / ``index=`` to that widget: its value comes from session
   state (Streamlit warns when both are given).
-* Query-string names are short and unique across the app (``lang`` and ``model`` belong to the
-  sidebar); session keys are unique too (prefix them with the page, as above).
+* Query-string names are unique across the app: ``<page key>_<name>`` (``lang``, ``model``,
+  ``batch`` and ``sent`` are shared by every page); session keys are ``<page key>.<name>``.
 * Changes to the widget reach the URL on the rerun the change causes; nothing else to do.
 
 What :func:`bind` does, once per run:
@@ -32,6 +32,17 @@ What :func:`bind` does, once per run:
 2. Puts that value in ``st.session_state[key]`` before the widget is created.
 3. Writes its text form back to ``st.query_params[name]``, so the address bar always shows the
    view.
+
+A value whose default moves (the model's example sentence, the task's answer, the most focused
+head, the language's model) is bound with ``bind(param, key=..., follows="<choice>")`` and
+``param.default`` set to the current default: it shows that default until the visitor picks a
+value (types, clicks, or :func:`pick` from a callback) or opens a link that names one. A text box
+also remembers a paste it cut to ``max_len`` (:func:`box_cut`). Everything :func:`bind` keeps lives in
+one record per session key; nothing else needs a "last value" or "previous default" key.
+
+A page's URL names are ``<page key>_<name>`` (``ui/tour.py``); a link shared before a page was
+renamed still works: :func:`bind` reads a value under its old name (``?ff_view=``) and writes it
+under the new one (``?feed_forward_view=``).
 
 A malformed or out-of-range value never raises: the widget keeps its value (the default on a
 fresh visit) and a toast in the current language says which value was ignored and what is
