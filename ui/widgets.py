@@ -60,8 +60,8 @@ def show_box_cut(key: str, text: str | None, limit: int) -> None:
 def sentence_input(checkpoint: Any, page: str) -> str | None:
     """The one-sentence box of the page ``page`` (its key) that runs the model: the model's example by
     default (and again when another model is picked, until the visitor types), bound to
-    ``?<page>_text=`` (session key ``<page>.text``), cut to what the model takes (:func:`char_limit`),
-    with its notices shown. Returns the sentence, or None when there is nothing to run.
+    ``?<page>_text=`` (session key ``<page>.text``), cut to what the encoder reads (``max_len``
+    positions, at most ``MAX_CHARS``), with its notices shown. Returns the sentence, or None when there is nothing to run.
 
     Its label and help are ``<page>.input_label`` / ``<page>.input_help``.
     """
@@ -72,7 +72,8 @@ def sentence_input(checkpoint: Any, page: str) -> str | None:
                          help=t(f"{page}.input_help", example=example))
     show_box_cut(key, text, param.max_len)
     alphabet_note(checkpoint.tokenizer)
-    prepared = prepare_sentence(text, checkpoint.tokenizer, max_chars=char_limit(checkpoint))
+    prepared = prepare_sentence(text, checkpoint.tokenizer,  # the encoder's positions (char_limit: the decoder's)
+                                max_chars=min(MAX_CHARS, checkpoint.model.config.max_len))
     show_notices(prepared)
     return prepared.sentences[0] if prepared.sentences else None
 

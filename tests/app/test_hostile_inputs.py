@@ -426,7 +426,7 @@ def test_every_query_value_survives_the_nasty_table(app, settings, lang):
             assert query(at, param.name) == param.format(current[param.name]), (where, param.name)
         assert len(at.toast) == rejected, (where, texts(at.toast))
         assert at.title[0].value == translate("common.app_title" if settings.id == "home" else
-                                              f"{settings.id.split('_')[0]}.title", lang), where
+                                              f"{Path(settings.page).stem}.title", lang), where
         assert_shown_literally(at, value_id, where)
 
 
