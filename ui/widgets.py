@@ -61,7 +61,8 @@ def sentence_input(checkpoint: Any, page: str) -> str | None:
     """The one-sentence box of the page ``page`` (its key) that runs the model: the model's example by
     default (and again when another model is picked, until the visitor types), bound to
     ``?<page>_text=`` (session key ``<page>.text``), cut to what the encoder reads (``max_len``
-    positions, at most ``MAX_CHARS``), with its notices shown. Returns the sentence, or None when there is nothing to run.
+    positions, at most ``MAX_CHARS``), with its notices shown. Returns the sentence, or None when
+    there is nothing to run.
 
     Its label and help are ``<page>.input_label`` / ``<page>.input_help``.
     """
