@@ -16,22 +16,20 @@ from figures.head_view import head_view_figure
 from ui.cache import computed
 from ui.head_set import HeadSetParam
 from ui.i18n import t
-from ui.models import MODEL_STATE_KEY, available_models, selected_model
-from ui.nav import smoothing_link, tour_links
+from ui.models import MODEL_STATE_KEY, available_models
+from ui.nav import smoothing_link
 from ui.page_errors import fragment
-from ui.sidebar import mark_model_picked
-from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal
+from ui.scaffold import PLOT_CONFIG, page
+from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal, pick
 from ui.widgets import csv_download, plot, sentence_input
 
 SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
-SECTION = ChoiceParam("att_view", "overview", choices=SECTIONS)
-KIND = ChoiceParam("att_kind", "encoder", choices=KINDS)
-SCALE = BoolParam("att_scale", True)
-ALL_HEADS = BoolParam("att_all", True)
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
+SECTION = ChoiceParam("attention_view", "overview", choices=SECTIONS)
+KIND = ChoiceParam("attention_kind", "encoder", choices=KINDS)
+SCALE = BoolParam("attention_scale", True)
+ALL_HEADS = BoolParam("attention_all", True)
 LAYER_KEY, HEAD_KEY = "attention.layer", "attention.head"
-PICKED_KEY = "attention.head_picked"  # True once the visitor (or a link) chose a layer or head
-AUTO_KEY = "attention.auto_head"  # the (layer, head) this session last opened on by itself
+FOCUS = "attention.focus"  # the layer and head choice: the sharpest head until the visitor picks one
 
 
 def view_of(ckpt, source: str, target: str | None = None, *, scale_scores: bool = True,
@@ -72,7 +70,7 @@ def pick_from_grid() -> None:
     picked = charts.picked_head(points[0]) if points else None
     if picked is not None:
         st.session_state[LAYER_KEY], st.session_state[HEAD_KEY] = picked
-        mark_picked()
+        pick(FOCUS)
 
 
 def overview_grid(view: AttentionView, kind: str) -> None:
@@ -93,39 +91,18 @@ def overview_grid(view: AttentionView, kind: str) -> None:
 # ------------------------------------------------------------------ one layer, one head
 
 
-def mark_picked() -> None:
-    """The visitor chose a layer or head: from now on the controls keep their choice."""
-    st.session_state[PICKED_KEY] = True
-
-
-def follow_focus(focused: tuple[int, int]) -> None:
-    """Until a layer or head is chosen (by a click, or by ``?att_layer=``/``?att_head=`` in a link), the
-    controls show ``focused``: the sharpest head of the model and kind on screen."""
-    state = st.session_state
-    if state.get(PICKED_KEY):
-        return
-    in_url = (st.query_params.get("att_layer"), st.query_params.get("att_head"))
-    ours = state.get(AUTO_KEY)
-    if in_url != (None, None) and (ours is None or in_url != tuple(str(n) for n in ours)):
-        mark_picked()  # a link named the head: it wins
-        return
-    state[AUTO_KEY] = focused
-    state[LAYER_KEY], state[HEAD_KEY] = focused
-
-
 @fragment
 def one_head(ckpt, source: str, base: AttentionView, section: str, kind: str) -> None:
     """The layer and head controls and the section that shows that head. A fragment: picking
     another layer or head redraws only this, not the overview grid above it."""
     cfg = ckpt.model.config
-    focused = most_focused_head(attention_maps(base, kind))
-    follow_focus(focused)
+    focused = most_focused_head(attention_maps(base, kind))  # shown until a layer or head is picked (or linked)
+    layer_param = IntParam("attention_layer", focused[0], lo=1, hi=cfg.n_layers)
+    head_param = IntParam("attention_head", focused[1], lo=1, hi=cfg.n_heads)
     layer = st.segmented_control(t("attention.layer"), list(range(1, cfg.n_layers + 1)), required=True,
-                                 key=bind(IntParam("att_layer", focused[0], lo=1, hi=cfg.n_layers), key=LAYER_KEY),
-                                 on_change=mark_picked)
+                                 key=bind(layer_param, key=LAYER_KEY, follows=FOCUS), on_change=pick, args=(FOCUS,))
     head = st.segmented_control(t("attention.head"), list(range(1, cfg.n_heads + 1)), required=True,
-                                key=bind(IntParam("att_head", focused[1], lo=1, hi=cfg.n_heads), key=HEAD_KEY),
-                                on_change=mark_picked)
+                                key=bind(head_param, key=HEAD_KEY, follows=FOCUS), on_change=pick, args=(FOCUS,))
     if section == "overview":
         zoom(base, kind, layer, head)
     elif section == "heads":
@@ -261,7 +238,7 @@ def statistics(view: AttentionView, kind: str) -> None:
 
 
 def heads_to_switch_off(ckpt) -> list[str]:
-    """The multiselect of heads (``?att_off=``): their codes, e.g. ``["enc-1-2"]``."""
+    """The multiselect of heads (``?attention_off=``): their codes, e.g. ``["enc-1-2"]``."""
     cfg = ckpt.model.config
     codes = all_heads(cfg.n_layers, cfg.n_heads)
 
@@ -269,7 +246,7 @@ def heads_to_switch_off(ckpt) -> list[str]:
         head = HeadId.parse(code)
         return t("attention.ablation.option", kind=t(f"attention.kind.{head.kind}"), layer=head.layer, head=head.head)
 
-    param = HeadSetParam("att_off", default=[], choices=tuple(codes))
+    param = HeadSetParam("attention_off", default=[], choices=tuple(codes))
     return st.multiselect(t("attention.ablation.label"), codes, format_func=label,
                           key=bind(param, key="attention.ablate"), placeholder=t("attention.ablation.placeholder"),
                           help=t("attention.ablation.help"))
@@ -324,12 +301,12 @@ def open_example(model: str, sentence: str, kind: str, head: tuple[int, int] | N
     state = st.session_state
     if state.get(MODEL_STATE_KEY) != model:
         state[MODEL_STATE_KEY] = model
-        mark_model_picked()
-    state["attention.text"] = state["attention.text._last"] = sentence  # typed text: no model's example replaces it
+        pick(MODEL_STATE_KEY)
+    state["attention.text"] = sentence  # not the model's example: a text of the visitor's, kept
     state["attention.section"], state["attention.kind"] = "overview", kind
     if head is not None:
         state[LAYER_KEY], state[HEAD_KEY] = head
-        mark_picked()
+        pick(FOCUS)
 
 
 def reorder_try(task: str) -> None:
@@ -387,7 +364,7 @@ def translation_try(ckpt) -> None:
 
 
 def explorer(ckpt) -> None:
-    source = sentence_input(ckpt, "attention.text", "att_text")
+    source = sentence_input(ckpt, "attention")
     if source is None:
         return
     base = view_of(ckpt, source)
@@ -410,17 +387,10 @@ def explorer(ckpt) -> None:
     one_head(ckpt, source, base, section, kind)
 
 
-st.title(t("attention.title"))
-st.markdown(t("attention.intro"))
-st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}}\right)V"
-         r"\qquad \mathrm{head}_i=\mathrm{Attention}(XW_i^{Q},\,XW_i^{K},\,XW_i^{V})")
-st.caption(t("attention.formula_note"))
-checkpoint = selected_model()
-if checkpoint is not None:
-    explorer(checkpoint)
-with st.container(border=True):
-    st.markdown(f"**{t('attention.try.heading')}**")
-    st.markdown(t("attention.try.body"))
-    translation_try(checkpoint)
+FORMULAS = (r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}}\right)V"
+            r"\qquad \mathrm{head}_i=\mathrm{Attention}(XW_i^{Q},\,XW_i^{K},\,XW_i^{V})",)
 
-tour_links("attention")
+with page("attention", formulas=FORMULAS, formula_note=True, try_this="bottom",
+          try_extra=translation_try) as checkpoint:
+    if checkpoint is not None:
+        explorer(checkpoint)

@@ -8,13 +8,12 @@ from explain.cost import (COMPLEXITY, LENGTHS, MAX_LENGTH, PATHS, TOTAL_BUDGET_S
 from figures.cost import cost_figure
 from ui.i18n import t
 from ui.models import selected_model
-from ui.nav import tour_links
 from ui.page_errors import fragment
+from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import BoolParam, bind
 from ui.widgets import csv_download, plot
 
-LOG_AXES = BoolParam("cst_log", True)
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
+LOG_AXES = BoolParam("attention_cost_log", True)
 
 
 # ------------------------------------------------------------------ the table
@@ -22,16 +21,17 @@ PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
 
 def complexity_table() -> None:
     """Seed 004's table: operations per layer, sequential operations, maximum path length, with what each means."""
-    st.subheader(t("cost.table.heading"))
-    header = [t(f"cost.table.col_{name}") for name in ("layer", "complexity", "sequential", "path")]
-    rows = [[t(f"cost.table.row_{kind}"), ops, seq, path] for kind, ops, seq, path in COMPLEXITY]
+    st.subheader(t("attention_cost.table.heading"))
+    header = [t(f"attention_cost.table.col_{name}") for name in ("layer", "complexity", "sequential", "path")]
+    rows = [[t(f"attention_cost.table.row_{kind}"), ops, seq, path] for kind, ops, seq, path in COMPLEXITY]
     st.table(pd.DataFrame(rows, columns=header).set_index(header[0]))
-    st.caption(t("cost.table.symbols"))
-    st.markdown("\n".join(f"- {t(f'cost.table.meaning_{name}')}" for name in ("complexity", "sequential", "path")))
+    st.caption(t("attention_cost.table.symbols"))
+    st.markdown("\n".join(f"- {t(f'attention_cost.table.meaning_{name}')}" for name in ("complexity", "sequential",
+                                                                                        "path")))
     st.latex(r"\underbrace{Q}_{n\times d}\,\underbrace{K^{\top}}_{d\times n} = \underbrace{S}_{n\times n}"
              r"\;\Rightarrow\; n^2 \cdot d")
     st.latex(r"\underbrace{A}_{n\times n}\,\underbrace{V}_{n\times d} \;\Rightarrow\; n^2 \cdot d")
-    st.markdown(t("cost.table.why"))
+    st.markdown(t("attention_cost.table.why"))
 
 
 # ------------------------------------------------------------------ measured here
@@ -39,7 +39,7 @@ def complexity_table() -> None:
 
 def sizes_line(ckpt) -> str:
     cfg = ckpt.model.config
-    return t("cost.measure.sizes", d_model=cfg.d_model, heads=cfg.n_heads, layers=cfg.n_layers, d_ff=cfg.d_ff,
+    return t("attention_cost.measure.sizes", d_model=cfg.d_model, heads=cfg.n_heads, layers=cfg.n_layers, d_ff=cfg.d_ff,
              device=str(ckpt.model.device))
 
 
@@ -47,11 +47,11 @@ def run_measurement(ckpt) -> CostMeasurement:
     """Measure now with a progress bar; if another visitor's measurement is running, wait for it first."""
     cfg, device = ckpt.model.config, str(ckpt.model.device)
     if is_measuring():
-        st.info(t("cost.measure.busy"), icon=":material/hourglass_top:")
-    bar = st.progress(0.0, text=t("cost.measure.starting"))
+        st.info(t("attention_cost.measure.busy"), icon=":material/hourglass_top:")
+    bar = st.progress(0.0, text=t("attention_cost.measure.starting"))
 
     def progress(fraction: float, length: int) -> None:
-        bar.progress(min(1.0, fraction), text=t("cost.measure.progress", n=length))
+        bar.progress(min(1.0, fraction), text=t("attention_cost.measure.progress", n=length))
 
     result = measure_once(cfg, device, on_progress=progress)
     bar.empty()
@@ -60,19 +60,20 @@ def run_measurement(ckpt) -> CostMeasurement:
 
 def measured(ckpt) -> None:
     """The model's sizes, the button, and the cached result of this size and device, if any."""
-    st.subheader(t("cost.measure.heading"))
-    st.markdown(t("cost.measure.intro", lo=min(LENGTHS), hi=MAX_LENGTH))
+    st.subheader(t("attention_cost.measure.heading"))
+    st.markdown(t("attention_cost.measure.intro", lo=min(LENGTHS), hi=MAX_LENGTH))
     st.markdown(sizes_line(ckpt))
     device = str(ckpt.model.device)
-    st.caption(t("cost.measure.gpu" if device.startswith("cuda") else "cost.measure.no_gpu"))
+    st.caption(t("attention_cost.measure.gpu" if device.startswith("cuda") else "attention_cost.measure.no_gpu"))
     result = cached_cost(ckpt.model.config, device)
     if result is None:
-        if not st.button(t("cost.measure.button"), type="primary", icon=":material/speed:", key="cost.measure"):
-            st.caption(t("cost.measure.not_yet", budget=TOTAL_BUDGET_S))
+        if not st.button(t("attention_cost.measure.button"), type="primary", icon=":material/speed:",
+                         key="attention_cost.measure"):
+            st.caption(t("attention_cost.measure.not_yet", budget=TOTAL_BUDGET_S))
             return
         result = run_measurement(ckpt)
     else:
-        st.caption(t("cost.measure.kept"))
+        st.caption(t("attention_cost.measure.kept"))
     show_result(result)
 
 
@@ -80,41 +81,38 @@ def measured(ckpt) -> None:
 def show_result(result: CostMeasurement) -> None:
     """The two curves with their fitted slopes, the axes switch, the notes and the CSV. A fragment: the
     switch redraws only this."""
-    log_axes = st.toggle(t("cost.result.log"), key=bind(LOG_AXES, key="cost.log"), help=t("cost.result.log_help"))
+    log_axes = st.toggle(t("attention_cost.result.log"), key=bind(LOG_AXES, key="attention_cost.log"),
+                         help=t("attention_cost.result.log_help"))
     slopes = {path: result.slope(path) for path in PATHS}
     columns = st.columns(len(PATHS))
     for column, path in zip(columns, PATHS):
         slope = slopes[path]
-        column.metric(t(f"cost.result.slope_{path}"), "–" if slope is None else f"{slope:.2f}",
-                      help=t("cost.result.slope_help"))
-    names = {path: t(f"cost.result.name_{path}") + ("" if slopes[path] is None else
-                                                    t("cost.result.name_slope", slope=f"{slopes[path]:.2f}"))
+        column.metric(t(f"attention_cost.result.slope_{path}"), "–" if slope is None else f"{slope:.2f}",
+                      help=t("attention_cost.result.slope_help"))
+    names = {path: t(f"attention_cost.result.name_{path}") + ("" if slopes[path] is None else
+                                                    t("attention_cost.result.name_slope", slope=f"{slopes[path]:.2f}"))
              for path in PATHS}
     series = {path: (*result.series(path, "seconds"), result.series(path, "memory_bytes")[1]) for path in PATHS}
     fig = cost_figure(series, names, log_axes=log_axes,
-                      titles=(t("cost.result.time_title"), t(f"cost.result.memory_title_{result.memory}")),
-                      x_title=t("cost.result.x_title"), time_title=t("cost.result.seconds"),
-                      memory_title=t("cost.result.mib"), guide_name=t("cost.result.guide"),
-                      time_hover=t("cost.result.time_hover"), memory_hover=t("cost.result.memory_hover"))
-    plot(fig, key="cost.chart", config=PLOT_CONFIG)
-    st.caption(t(f"cost.result.memory_note_{result.memory}"))
+                      titles=(t("attention_cost.result.time_title"),
+                              t(f"attention_cost.result.memory_title_{result.memory}")),
+                      x_title=t("attention_cost.result.x_title"), time_title=t("attention_cost.result.seconds"),
+                      memory_title=t("attention_cost.result.mib"), guide_name=t("attention_cost.result.guide"),
+                      time_hover=t("attention_cost.result.time_hover"),
+                      memory_hover=t("attention_cost.result.memory_hover"))
+    plot(fig, key="attention_cost.chart", config=PLOT_CONFIG)
+    st.caption(t(f"attention_cost.result.memory_note_{result.memory}"))
     if result.stopped != "done":
-        st.caption(t(f"cost.result.stopped_{result.stopped}", n=max(result.lengths)))
-    st.caption(t("cost.result.reading"))
-    csv_download("cost.result.export", result.csv, "attention_cost.csv", "cost.export")
+        st.caption(t(f"attention_cost.result.stopped_{result.stopped}", n=max(result.lengths)))
+    st.caption(t("attention_cost.result.reading"))
+    csv_download("attention_cost.result.export", result.csv, "attention_cost.csv", "attention_cost.export")
 
 
 # ------------------------------------------------------------------ the page
 
 
-st.title(t("cost.title"))
-st.markdown(t("cost.intro"))
-complexity_table()
-checkpoint = selected_model()
-if checkpoint is not None:
-    measured(checkpoint)
-with st.container(border=True):
-    st.markdown(f"**{t('cost.try.heading')}**")
-    st.markdown(t("cost.try.body"))
-
-tour_links("cost")
+with page("attention_cost", try_this="bottom", model=False):
+    complexity_table()
+    checkpoint = selected_model()
+    if checkpoint is not None:
+        measured(checkpoint)

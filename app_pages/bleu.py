@@ -13,11 +13,10 @@ from figures.bleu import precision_bars
 from figures.labels import display_token
 from ui.cache import computed
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import tour_links
 from ui.page_errors import fragment
+from ui.scaffold import page
 from ui.url_state import ChoiceParam, IntParam, TextParam, bind, clamp_state, markdown_literal
-from ui.widgets import csv_download, plot, show_box_cut, text_box_key
+from ui.widgets import csv_download, plot, show_box_cut
 
 SECTIONS = ("corpus", "worked")
 SECTION = ChoiceParam("bleu_view", "corpus", choices=SECTIONS)
@@ -99,7 +98,8 @@ def precision_chart(precisions, matches, totals, key: str, title: str) -> None:
     mean = math.exp(sum(math.log(p / 100) for p in precisions) / len(precisions)) * 100 \
         if all(p > 0 for p in precisions) else None
     hover = t("bleu.chart.hover", order="%{x}", p="%{customdata[1]:.1f}", counts="%{customdata[0]}")
-    fig = precision_bars(precisions, matches, totals, names=[t("bleu.order_name", n=n) for n in range(1, MAX_ORDER + 1)],
+    fig = precision_bars(precisions, matches, totals, names=[t("bleu.order_name", n=n) for n in range(1,
+                                                                                                      MAX_ORDER + 1)],
                          title=title, y_title=t("bleu.chart.y"), hover=hover, mean=mean)
     plot(fig, key=key, config={"displayModeBar": False})
     if mean is not None:
@@ -180,10 +180,10 @@ def picked_sample(ckpt, tokenize: str) -> tuple[str, str, str, int]:
 
 def typed_pair(tokenize: str) -> tuple[str, str, str]:
     """(candidate, reference, tokenize) typed by the visitor (``?bleu_cand=``, ``?bleu_ref=``, ``?bleu_tok=``)."""
-    reference = st.text_input(t("bleu.worked.reference_label"), key=text_box_key(REFERENCE, "bleu.reference"),
+    reference = st.text_input(t("bleu.worked.reference_label"), key=bind(REFERENCE, key="bleu.reference"),
                               help=t("bleu.worked.reference_help"))
     show_box_cut("bleu.reference", reference, TYPED_CHARS)
-    candidate = st.text_input(t("bleu.worked.candidate_label"), key=text_box_key(CANDIDATE, "bleu.candidate"),
+    candidate = st.text_input(t("bleu.worked.candidate_label"), key=bind(CANDIDATE, key="bleu.candidate"),
                               help=t("bleu.worked.candidate_help"))
     show_box_cut("bleu.candidate", candidate, TYPED_CHARS)
     chosen = st.radio(t("bleu.worked.tokenize_label"), TOKENIZATIONS, horizontal=True,
@@ -292,19 +292,12 @@ def bleu_page(ckpt) -> None:
         st.info(t("bleu.no_task"), icon=":material/info:")
 
 
-st.title(t("bleu.title"))
-st.markdown(t("bleu.intro"))
-st.latex(r"\begin{gathered}\mathrm{BLEU} = \mathrm{BP}\cdot\exp\!\Big(\sum_{n=1}^{4} w_n \log p_n\Big),"
-         r"\\ w_n = \tfrac14\end{gathered}")  # two lines: one is wider than a phone
-st.latex(r"\begin{gathered}p_n = \frac{\sum_{g} \mathrm{Count_{clip}}(g)}{\sum_{g} \mathrm{Count}(g)},"
-         r"\\ \mathrm{Count_{clip}} = \min(\mathrm{Count},\ \mathrm{Max\_Ref\_Count})\end{gathered}")
-st.latex(r"\mathrm{BP} = \begin{cases} 1 & c > r \\ e^{\,1 - r/c} & c \le r \end{cases}")
-st.caption(t("bleu.formula_note"))
-checkpoint = selected_model()
-if checkpoint is not None:
-    bleu_page(checkpoint)
-with st.container(border=True):
-    st.markdown(f"**{t('bleu.try.heading')}**")
-    st.markdown(t("bleu.try.body"))
+FORMULAS = (r"\begin{gathered}\mathrm{BLEU} = \mathrm{BP}\cdot\exp\!\Big(\sum_{n=1}^{4} w_n \log p_n\Big),"
+            r"\\ w_n = \tfrac14\end{gathered}",  # two lines: one is wider than a phone
+            r"\begin{gathered}p_n = \frac{\sum_{g} \mathrm{Count_{clip}}(g)}{\sum_{g} \mathrm{Count}(g)},"
+            r"\\ \mathrm{Count_{clip}} = \min(\mathrm{Count},\ \mathrm{Max\_Ref\_Count})\end{gathered}",
+            r"\mathrm{BP} = \begin{cases} 1 & c > r \\ e^{\,1 - r/c} & c \le r \end{cases}")
 
-tour_links("bleu")
+with page("bleu", formulas=FORMULAS, formula_note=True, try_this="bottom") as checkpoint:
+    if checkpoint is not None:
+        bleu_page(checkpoint)

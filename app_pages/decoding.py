@@ -11,22 +11,21 @@ from figures import decoding as pictures
 from figures.labels import display_token
 from ui.cache import computed
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import smoothing_link, tour_links
+from ui.nav import smoothing_link
 from ui.page_errors import fragment
+from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
-from ui.widgets import char_limit, plot, sentence_input, show_box_cut, show_notices, text_box_key
+from ui.widgets import char_limit, plot, sentence_input, show_box_cut, show_notices
 
 SECTIONS = ("steps", "compare", "forcing")
-SECTION = ChoiceParam("dec_view", "steps", choices=SECTIONS)
-STRATEGY = ChoiceParam("dec_strategy", "greedy", choices=STRATEGIES)
-BEAM = IntParam("dec_beam", 3, lo=1, hi=8)
-TEMPERATURE = FloatParam("dec_temp", 1.0, lo=0.0, hi=2.0, step=0.1)
-TOP_K = ChoiceParam("dec_topk", "all", choices=TOP_K_CHOICES)
+SECTION = ChoiceParam("decoding_view", "steps", choices=SECTIONS)
+STRATEGY = ChoiceParam("decoding_strategy", "greedy", choices=STRATEGIES)
+BEAM = IntParam("decoding_beam", 3, lo=1, hi=8)
+TEMPERATURE = FloatParam("decoding_temp", 1.0, lo=0.0, hi=2.0, step=0.1)
+TOP_K = ChoiceParam("decoding_topk", "all", choices=TOP_K_CHOICES)
 TARGET_CHARS = 200  # the typed teacher-forcing answer: any paste is taken and cut to this
-SEED = IntParam("dec_seed", 0, lo=0, hi=9999)
+SEED = IntParam("decoding_seed", 0, lo=0, hi=9999)
 STEP_KEY = "decoding.step"
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
 
 
 def trace_of(ckpt, source: str, strategy: str, **params) -> DecodeTrace:
@@ -70,9 +69,10 @@ def step_by_step(ckpt, source: str) -> None:
     cfg = ckpt.model.config
     with st.container(horizontal=True, gap="large"):
         layer = st.segmented_control(t("decoding.layer"), list(range(1, cfg.n_layers + 1)), required=True,
-                                     key=bind(IntParam("dec_layer", 1, lo=1, hi=cfg.n_layers), key="decoding.layer"))
+                                     key=bind(IntParam("decoding_layer", 1, lo=1, hi=cfg.n_layers),
+                                              key="decoding.layer"))
         head = st.segmented_control(t("decoding.head"), list(range(1, cfg.n_heads + 1)), required=True,
-                                    key=bind(IntParam("dec_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
+                                    key=bind(IntParam("decoding_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
     step_view(trace, strategy, layer, head, cfg.n_heads, unit_of(target_tokenizer(ckpt)))
     st.caption(" ".join((t("decoding.steps.triangle_caption"), t("decoding.steps.topk_caption", k=TRACE_K),
                          t("decoding.steps.cross_caption"))))
@@ -85,14 +85,14 @@ def move_step(delta: int, n_steps: int) -> None:
 
 
 def step_controls(n: int) -> int:
-    """The step slider (``?dec_step=``) with ‹ Previous / Next › buttons; returns the step (1-based)."""
+    """The step slider (``?decoding_step=``) with ‹ Previous / Next › buttons; returns the step (1-based)."""
     # Streamlit knows a slider by its key and its range: with another number of steps (a new
     # sentence) it is a new widget, which starts at 1 unless handed the step again (the nearest
     # one when there are fewer steps now).
     clamp_state(STEP_KEY, n)
     if STEP_KEY in st.session_state:
         st.session_state[STEP_KEY] = st.session_state[STEP_KEY]
-    step = st.slider(t("decoding.steps.slider"), 1, n, key=bind(IntParam("dec_step", 1, lo=1, hi=n), key=STEP_KEY),
+    step = st.slider(t("decoding.steps.slider"), 1, n, key=bind(IntParam("decoding_step", 1, lo=1, hi=n), key=STEP_KEY),
                      label_visibility="collapsed")
     with st.container(horizontal=True):
         st.button(t("decoding.steps.previous"), icon=":material/chevron_left:", on_click=move_step, args=(-1, n),
@@ -139,7 +139,8 @@ def step_figure(trace: DecodeTrace, step: int, layer: int, head: int, n_heads: i
     triangle = pictures.triangle(
         current.decoder_attention[layer - 1, head - 1], current.prefix, len(trace.steps[-1].prefix),
         title=t("decoding.steps.triangle", layer=layer, head=head), x_title=t("decoding.key_axis"),
-        y_title=t("decoding.query_axis"), hover=f"{t('decoding.query')} %{{y}} → {t('decoding.key')} %{{x}}: %{{z:.3f}}")
+        y_title=t("decoding.query_axis"),
+        hover=f"{t('decoding.query')} %{{y}} → {t('decoding.key')} %{{x}}: %{{z:.3f}}")
     topk = pictures.topk(
         current.top_tokens, current.top_probs, current.chosen, sampling=current.sampling_probs,
         names=(t("decoding.steps.model_probs"), t("decoding.steps.sampled_probs")), title=t("decoding.steps.topk"),
@@ -197,7 +198,7 @@ def forcing_target(ckpt, source: str) -> str | None:
         return target
     st.info(t("decoding.forcing.no_target"), icon=":material/edit:")
     typed = st.text_input(t("decoding.forcing.target_label"),
-                          key=text_box_key(TextParam("dec_target", "", max_len=TARGET_CHARS), "decoding.target"))
+                          key=bind(TextParam("decoding_target", "", max_len=TARGET_CHARS), key="decoding.target"))
     show_box_cut("decoding.target", typed, TARGET_CHARS)
     prepared = prepare_sentence(typed, target_tokenizer(ckpt), max_chars=char_limit(ckpt))
     show_notices(prepared)
@@ -233,7 +234,7 @@ def forcing(ckpt, source: str) -> None:
 
 def decoder_page(ckpt) -> str | None:
     """The page's sections for ``ckpt``; returns the source sentence (None when there is none)."""
-    source = sentence_input(ckpt, "decoding.text", "dec_text")
+    source = sentence_input(ckpt, "decoding")
     if source is None:
         return None
     section = st.segmented_control(t("decoding.section_label"), SECTIONS, required=True,
@@ -247,19 +248,6 @@ def decoder_page(ckpt) -> str | None:
     else:
         forcing(ckpt, source)
     return source
-
-
-st.title(t("decoding.title"))
-st.markdown(t("decoding.intro"))
-st.latex(r"P(y\mid x)=\prod_{t=1}^{T} P(y_t\mid y_{<t},\,x)\qquad "
-         r"y_t=\arg\max_{w} P(w\mid y_{<t},\,x)\qquad "
-         r"P_\tau(w)\propto P(w\mid y_{<t},\,x)^{1/\tau}")
-st.caption(t("decoding.formula_note"))
-checkpoint = selected_model()
-source = decoder_page(checkpoint) if checkpoint is not None else None
-with st.container(border=True):
-    st.markdown(f"**{t('decoding.try.heading')}**")
-    st.markdown(t("decoding.try.body"))
 
 
 # ------------------------------------------------------------------ what the key/value cache saves
@@ -281,7 +269,10 @@ def cache_section(ckpt, source: str) -> None:
                   without=savings.total_without, ratio=f"{savings.total_without / savings.total_computed:.1f}"))
 
 
-if source is not None:
-    cache_section(checkpoint, source)
+FORMULAS = (r"P(y\mid x)=\prod_{t=1}^{T} P(y_t\mid y_{<t},\,x)\qquad "
+            r"y_t=\arg\max_{w} P(w\mid y_{<t},\,x)\qquad "
+            r"P_\tau(w)\propto P(w\mid y_{<t},\,x)^{1/\tau}",)
 
-tour_links("decoding")
+with page("decoding", formulas=FORMULAS, formula_note=True, try_this="bottom") as checkpoint:
+    if checkpoint is not None and (source := decoder_page(checkpoint)) is not None:
+        cache_section(checkpoint, source)

@@ -7,14 +7,13 @@ import streamlit as st
 
 from ui.home_view import map_html
 from ui.i18n import current_lang, t
-from ui.nav import linked_html, tour_links
+from ui.nav import linked_html
+from ui.scaffold import page
 
-st.title(t("common.app_title"))
-st.markdown(t("home.intro"))
-lang = current_lang()
-# One element per language: a language switch mounts a fresh one. With a single key, one full test
-# run in a fresh venv saw the tour stay in English after the switch (its links already carried
-# ?lang=zh), i.e. the component kept its old markup; a new key cannot.
-linked_html(map_html(lang), key=f"home_map_{lang}")
-st.info(f"**{t('home.prereq.heading')}**\n\n{t('home.prereq.body')}", icon=":material/school:")
-tour_links("home")
+with page("home", title=t("common.app_title"), model=False):
+    lang = current_lang()
+    # One element per language: a language switch mounts a fresh one. With a single key, one full test
+    # run in a fresh venv saw the tour stay in English after the switch (its links already carried
+    # ?lang=zh), i.e. the component kept its old markup; a new key cannot.
+    linked_html(map_html(lang), key=f"home_map_{lang}")
+    st.info(f"**{t('home.prereq.heading')}**\n\n{t('home.prereq.body')}", icon=":material/school:")

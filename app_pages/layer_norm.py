@@ -6,22 +6,20 @@ from explain.layernorm import (FINAL, TokenNorm, batch_compare, matrix_csv, norm
                                rms_vs_layer, token_norm)
 from explain.norm_placement import (BATCH_SIZE, N_LAYERS, PLACEMENTS, SEEDS, TASK, gradient_csv, growth,
                                     init_gradient_norms, spread)
-from explain.text import MAX_LINES, prepare_sentences
-from explain.tokens import fallback_tokenizer
 from figures.labels import display_token, token_label
 from figures.layernorm import (feature_means_figure, gamma_beta_figure, gradient_figure, normalised_heatmap,
                                rms_layer_figure, wiring_figure)
 from ui.cache import computed
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import link, tour_links
+from ui.nav import link
 from ui.page_errors import fragment
+from ui.scaffold import page
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
-from ui.widgets import alphabet_note, batch_input, char_limit, csv_download, plot, sentence_picker, show_notices
+from ui.widgets import batch_input, csv_download, plot, sentence_picker
 
-COUNT_PADS = BoolParam("ln_pads", default=True)
-SEED = IntParam("ln_seed", default=SEEDS[0], lo=SEEDS[0], hi=SEEDS[-1])
+COUNT_PADS = BoolParam("layer_norm_pads", default=True)
+SEED = IntParam("layer_norm_seed", default=SEEDS[0], lo=SEEDS[0], hi=SEEDS[-1])
 LAYER_NORM = r"\mathrm{LayerNorm}(x) = \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} \odot \gamma + \beta"
 STATS = r"\mu = \frac{1}{d}\sum_{j=1}^{d} x_j,\qquad \sigma^2 = \frac{1}{d}\sum_{j=1}^{d} (x_j - \mu)^2"
 RMS_NORM = r"\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\frac{1}{d}\sum_{j} x_j^2 + \epsilon}} \odot \gamma"
@@ -38,32 +36,33 @@ def site_label(site: str, n_layers: int) -> str:
     """A norm site as the picker writes it, e.g. "Decoder layer 1 of 2 · cross-attention"."""
     stack, layer, sublayer = parse_site(site)
     if sublayer == FINAL:
-        return t(f"layernorm.token.final_{stack}")
-    return t("layernorm.token.site_option", stack=t(f"layernorm.token.stack_{stack}"), n=layer + 1, total=n_layers,
-             sublayer=t(f"layernorm.token.sublayer_{sublayer}"))
+        return t(f"layer_norm.token.final_{stack}")
+    return t("layer_norm.token.site_option", stack=t(f"layer_norm.token.stack_{stack}"), n=layer + 1, total=n_layers,
+             sublayer=t(f"layer_norm.token.sublayer_{sublayer}"))
 
 
 def site_picker(ckpt) -> str:
-    """Which of the model's norms to look at (``?ln_at=``): every Add & Norm, and a pre-norm stack's final norm."""
+    """Which of the model's norms to look at (``?layer_norm_at=``): every Add & Norm, and a pre-norm
+    stack's final norm."""
     config = ckpt.model.config
     sites = norm_sites(config.n_layers, config.norm_first)
-    param = ChoiceParam("ln_at", default=sites[0], choices=sites)
-    return st.selectbox(t("layernorm.token.site"), sites, key=bind(param, key="layernorm.site"),
-                        format_func=lambda s: site_label(s, config.n_layers), help=t("layernorm.token.site_help"))
+    param = ChoiceParam("layer_norm_at", default=sites[0], choices=sites)
+    return st.selectbox(t("layer_norm.token.site"), sites, key=bind(param, key="layer_norm.site"),
+                        format_func=lambda s: site_label(s, config.n_layers), help=t("layer_norm.token.site_help"))
 
 
 def reads_sentence(view: TokenNorm) -> str:
     """What the chosen norm reads, in one sentence: post-norm x + Sublayer(x), pre-norm x, or the stack's end."""
     if parse_site(view.site)[2] == FINAL:
-        return t("layernorm.token.reads_final")
-    return t("layernorm.token.reads_pre" if view.norm_first else "layernorm.token.reads_post")
+        return t("layer_norm.token.reads_final")
+    return t("layer_norm.token.reads_pre" if view.norm_first else "layer_norm.token.reads_post")
 
 
 def token_table(view: TokenNorm) -> None:
     """Each token's mean and variance (or RMS) before, after normalising, after γ and β."""
     table = view.table()
-    table.columns = [t(f"layernorm.token.col_{column}") for column in table.columns]
-    table.insert(0, t("layernorm.token.col_token"), [display_token(token) for token in view.tokens])
+    table.columns = [t(f"layer_norm.token.col_{column}") for column in table.columns]
+    table.insert(0, t("layer_norm.token.col_token"), [display_token(token) for token in view.tokens])
     numbers = {column: st.column_config.NumberColumn(format="%.4f") for column in table.columns[1:]}
     st.dataframe(table, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(view.tokens)),
                  column_config=numbers)
@@ -71,31 +70,31 @@ def token_table(view: TokenNorm) -> None:
 
 def gamma_beta(view: TokenNorm) -> None:
     """The learned γ (and β) of the chosen norm, feature by feature."""
-    title = t("layernorm.token.gamma_title" if view.beta is None else "layernorm.token.gamma_beta_title")
-    plot(gamma_beta_figure(view.gamma, view.beta, names=(t("layernorm.token.gamma"), t("layernorm.token.beta")),
-                           title=title, x_title=t("layernorm.feature")), key="layernorm.gamma_beta")
+    title = t("layer_norm.token.gamma_title" if view.beta is None else "layer_norm.token.gamma_beta_title")
+    plot(gamma_beta_figure(view.gamma, view.beta, names=(t("layer_norm.token.gamma"), t("layer_norm.token.beta")),
+                           title=title, x_title=t("layer_norm.feature")), key="layer_norm.gamma_beta")
 
 
 def rms_beside(view: TokenNorm) -> None:
     """One token's vector normalised by LayerNorm and by RMSNorm, and the numbers each divides by."""
-    st.subheader(t("layernorm.rms.heading"))
-    st.markdown(t("layernorm.rms.intro"))
+    st.subheader(t("layer_norm.rms.heading"))
+    st.markdown(t("layer_norm.rms.intro"))
     st.latex(RMS_NORM)
     tokens = view.tokens
-    param = IntParam("ln_tok", default=0, lo=0, hi=len(tokens) - 1)
-    clamp_state("layernorm.token", param.hi)
-    position = st.select_slider(t("layernorm.rms.token"), list(range(len(tokens))),
-                                key=bind(param, key="layernorm.token"),
+    param = IntParam("layer_norm_tok", default=0, lo=0, hi=len(tokens) - 1)
+    clamp_state("layer_norm.token", param.hi)
+    position = st.select_slider(t("layer_norm.rms.token"), list(range(len(tokens))),
+                                key=bind(param, key="layer_norm.token"),
                                 format_func=lambda n: f"{n}: {display_token(tokens[n])}")
     both = computed(rms_vs_layer, view.inputs[position], view.eps)
     mean_col, std_col, rms_col = st.columns(3)
-    mean_col.metric(t("layernorm.rms.mean"), f"{both.mean:.3f}")
-    std_col.metric(t("layernorm.rms.std"), f"{both.std:.3f}")
-    rms_col.metric(t("layernorm.rms.rms"), f"{both.rms_value:.3f}")
-    plot(rms_layer_figure(both.layer, both.rms, names=(t("layernorm.rms.layer_name"), t("layernorm.rms.rms_name")),
-                          title=t("layernorm.rms.figure_title", token=token_label(tokens[position])),
-                          x_title=t("layernorm.feature"), y_title=""), key="layernorm.rms_chart")
-    st.caption(t("layernorm.rms.caption", shift=f"{both.mean / both.std:+.3f}" if both.std else "0",
+    mean_col.metric(t("layer_norm.rms.mean"), f"{both.mean:.3f}")
+    std_col.metric(t("layer_norm.rms.std"), f"{both.std:.3f}")
+    rms_col.metric(t("layer_norm.rms.rms"), f"{both.rms_value:.3f}")
+    plot(rms_layer_figure(both.layer, both.rms, names=(t("layer_norm.rms.layer_name"), t("layer_norm.rms.rms_name")),
+                          title=t("layer_norm.rms.figure_title", token=token_label(tokens[position])),
+                          x_title=t("layer_norm.feature"), y_title=""), key="layer_norm.rms_chart")
+    st.caption(t("layer_norm.rms.caption", shift=f"{both.mean / both.std:+.3f}" if both.std else "0",
                  ratio=f"{both.std / both.rms_value:.3f}" if both.rms_value else "1"))
 
 
@@ -107,13 +106,13 @@ def norm_view(ckpt, source: str) -> None:
     view = computed(token_norm, source, site, model=ckpt)
     st.markdown(reads_sentence(view))
     if view.kind == "rms":
-        st.info(t("layernorm.token.rms_model"), icon=":material/info:")
+        st.info(t("layer_norm.token.rms_model"), icon=":material/info:")
     token_table(view)
-    st.caption(t("layernorm.token.table_caption_rms" if view.kind == "rms" else "layernorm.token.table_caption",
+    st.caption(t("layer_norm.token.table_caption_rms" if view.kind == "rms" else "layer_norm.token.table_caption",
                  eps=f"{view.eps:g}"))
     gamma_beta(view)
-    st.caption(t("layernorm.token.gamma_caption_rms" if view.beta is None else "layernorm.token.gamma_caption"))
-    csv_download("layernorm.token.csv", view.csv, "layernorm_tokens.csv", key="layernorm.token_csv")
+    st.caption(t("layer_norm.token.gamma_caption_rms" if view.beta is None else "layer_norm.token.gamma_caption"))
+    csv_download("layer_norm.token.csv", view.csv, "layernorm_tokens.csv", key="layer_norm.token_csv")
     rms_beside(view)
 
 
@@ -124,28 +123,29 @@ def norm_view(ckpt, source: str) -> None:
 def batch_view(ckpt, sentences: tuple[str, ...], index: int) -> None:
     """The pads switch and this sentence normalised both ways: the two heatmaps, how much each moves
     when the batch changes, and each feature's mean with and without the pads."""
-    count_pads = st.toggle(t("layernorm.batch.count_pads"), key=bind(COUNT_PADS, key="layernorm.count_pads"),
-                           help=t("layernorm.batch.count_pads_help"))
+    count_pads = st.toggle(t("layer_norm.batch.count_pads"), key=bind(COUNT_PADS, key="layer_norm.count_pads"),
+                           help=t("layer_norm.batch.count_pads_help"))
     view = computed(batch_compare, sentences, index, count_pads, model=ckpt)
-    labels = dict(x_title=t("layernorm.feature"), y_title=t("layernorm.batch.token"), hover=t("layernorm.batch.hover"))
+    labels = dict(x_title=t("layer_norm.feature"), y_title=t("layer_norm.batch.token"),
+                  hover=t("layer_norm.batch.hover"))
     layer_col, batch_col = st.columns(2)
-    plot(normalised_heatmap(view.layer_norm, view.tokens, title=t("layernorm.batch.layer_title"), **labels),
-         where=layer_col, key="layernorm.batch_layer")
-    plot(normalised_heatmap(view.batch_norm, view.tokens, title=t("layernorm.batch.batch_title"), **labels),
-         where=batch_col, key="layernorm.batch_batch")
-    layer_col.metric(t("layernorm.batch.layer_shift"), f"{view.layer_shift:.3f}")
-    batch_col.metric(t("layernorm.batch.batch_shift"), f"{view.batch_shift:.3f}")
-    st.caption(t("layernorm.batch.shift_caption"))
+    plot(normalised_heatmap(view.layer_norm, view.tokens, title=t("layer_norm.batch.layer_title"), **labels),
+         where=layer_col, key="layer_norm.batch_layer")
+    plot(normalised_heatmap(view.batch_norm, view.tokens, title=t("layer_norm.batch.batch_title"), **labels),
+         where=batch_col, key="layer_norm.batch_batch")
+    layer_col.metric(t("layer_norm.batch.layer_shift"), f"{view.layer_shift:.3f}")
+    batch_col.metric(t("layer_norm.batch.batch_shift"), f"{view.batch_shift:.3f}")
+    st.caption(t("layer_norm.batch.shift_caption"))
     if len(sentences) == 1:
-        st.info(t("layernorm.batch.one_sentence"), icon=":material/info:")
+        st.info(t("layer_norm.batch.one_sentence"), icon=":material/info:")
     plot(feature_means_figure(view.feature_mean_all, view.feature_mean_real,
-                              names=(t("layernorm.batch.mean_all"), t("layernorm.batch.mean_real")),
-                              title=t("layernorm.batch.means_title"), x_title=t("layernorm.feature"), y_title=""),
-         key="layernorm.batch_means")
-    st.caption(t("layernorm.batch.means_caption", pads=view.pads, positions=view.positions,
+                              names=(t("layer_norm.batch.mean_all"), t("layer_norm.batch.mean_real")),
+                              title=t("layer_norm.batch.means_title"), x_title=t("layer_norm.feature"), y_title=""),
+         key="layer_norm.batch_means")
+    st.caption(t("layer_norm.batch.means_caption", pads=view.pads, positions=view.positions,
                  share=f"{view.pads / view.positions:.0%}"))
-    csv_download("layernorm.batch.csv",
-                 lambda: matrix_csv(view.batch_norm, view.tokens), "batchnorm_sentence.csv", key="layernorm.batch_csv")
+    csv_download("layer_norm.batch.csv",
+                 lambda: matrix_csv(view.batch_norm, view.tokens), "batchnorm_sentence.csv", key="layer_norm.batch_csv")
 
 
 # ------------------------------------------------------------------ post-norm vs pre-norm
@@ -154,78 +154,66 @@ def batch_view(ckpt, sentences: tuple[str, ...], index: int) -> None:
 def wirings(ckpt) -> None:
     """The two wirings of one sublayer connection side by side, each with its formula."""
     for column, placement in zip(st.columns(2), PLACEMENTS):
-        labels = {name: t(f"layernorm.placement.{name}") for name in ("x", "sublayer", "norm", "final")}
-        labels["title"] = t(f"layernorm.placement.title_{placement}")
-        labels["out"] = t(f"layernorm.placement.out_{placement}")
+        labels = {name: t(f"layer_norm.placement.{name}") for name in ("x", "sublayer", "norm", "final")}
+        labels["title"] = t(f"layer_norm.placement.title_{placement}")
+        labels["out"] = t(f"layer_norm.placement.out_{placement}")
         with column:
-            plot(wiring_figure(placement, labels), key=f"layernorm.wiring_{placement}")
+            plot(wiring_figure(placement, labels), key=f"layer_norm.wiring_{placement}")
             st.latex(WIRINGS[placement])
     if ckpt is not None:
         config = ckpt.model.config
-        st.markdown(t("layernorm.placement.model_pre" if config.norm_first else "layernorm.placement.model_post",
-                      kind=t(f"layernorm.placement.kind_{config.norm_kind}")))
+        st.markdown(t("layer_norm.placement.model_pre" if config.norm_first else "layer_norm.placement.model_post",
+                      kind=t(f"layer_norm.placement.kind_{config.norm_kind}")))
 
 
 @fragment
 def gradients() -> None:
     """The seed picker and the gradient norm of every layer at initialisation, both wirings."""
-    seed = st.segmented_control(t("layernorm.grad.seed"), SEEDS, key=bind(SEED, key="layernorm.seed"),
-                                required=True, help=t("layernorm.grad.seed_help"))
+    seed = st.segmented_control(t("layer_norm.grad.seed"), SEEDS, key=bind(SEED, key="layer_norm.seed"),
+                                required=True, help=t("layer_norm.grad.seed_help"))
     result = computed(init_gradient_norms, seed, N_LAYERS)
-    ticks = [t(f"layernorm.grad.tick_{stack}", n=layer + 1) for stack, layer in zip(result.stacks, result.layers)]
-    names = {p: t(f"layernorm.grad.name_{p}") for p in PLACEMENTS}
-    plot(gradient_figure(result.norms, ticks, names=names, title=t("layernorm.grad.title", layers=N_LAYERS),
-                         x_title=t("layernorm.grad.x"), y_title="", split=N_LAYERS),
-         key="layernorm.grad_chart")
+    ticks = [t(f"layer_norm.grad.tick_{stack}", n=layer + 1) for stack, layer in zip(result.stacks, result.layers)]
+    names = {p: t(f"layer_norm.grad.name_{p}") for p in PLACEMENTS}
+    plot(gradient_figure(result.norms, ticks, names=names, title=t("layer_norm.grad.title", layers=N_LAYERS),
+                         x_title=t("layer_norm.grad.x"), y_title="", split=N_LAYERS),
+         key="layer_norm.grad_chart")
     for column, placement in zip(st.columns(2), PLACEMENTS):
         decoder = result.decoder(placement)
-        column.metric(t(f"layernorm.grad.growth_{placement}"), f"{growth(decoder):.2f}×",
-                      help=t("layernorm.grad.growth_help"))
-        column.caption(t("layernorm.grad.spread", spread=f"{spread(decoder):.2f}"))
-    st.caption(t("layernorm.grad.caption", task=TASK, batch=BATCH_SIZE, layers=N_LAYERS))
-    csv_download("layernorm.grad.csv", lambda: gradient_csv(result), "gradient_norms_at_init.csv",
-                 key="layernorm.grad_csv")
+        column.metric(t(f"layer_norm.grad.growth_{placement}"), f"{growth(decoder):.2f}×",
+                      help=t("layer_norm.grad.growth_help"))
+        column.caption(t("layer_norm.grad.spread", spread=f"{spread(decoder):.2f}"))
+    st.caption(t("layer_norm.grad.caption", task=TASK, batch=BATCH_SIZE, layers=N_LAYERS))
+    csv_download("layer_norm.grad.csv", lambda: gradient_csv(result), "gradient_norms_at_init.csv",
+                 key="layer_norm.grad_csv")
 
 
 # ------------------------------------------------------------------ the page
 
-st.title(t("layernorm.title"))
-st.markdown(t("layernorm.intro"))
-st.latex(LAYER_NORM)
-st.latex(STATS)
-with st.container(border=True):
-    st.markdown(t("layernorm.try_this"))
+FORMULAS = (LAYER_NORM, STATS)
 
-ckpt = selected_model()
-tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
-limit = char_limit(ckpt)
-raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "layernorm",
-                  ckpt)
-alphabet_note(tokenizer)
-prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
-show_notices(prepared)
-sentences = tuple(prepared.sentences)
-if sentences:
-    index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),
-                            "layernorm")
-    st.subheader(t("layernorm.token.heading"))
-    st.markdown(t("layernorm.token.intro"))
-    if ckpt is None:
-        st.info(t("layernorm.no_model"), icon=":material/info:")
-    else:
-        norm_view(ckpt, sentences[index])
-        st.subheader(t("layernorm.batch.heading"))
-        st.markdown(t("layernorm.batch.intro"))
-        st.latex(BATCH_NORM)
-        batch_view(ckpt, sentences, index)
+with page("layer_norm", formulas=FORMULAS, try_this="top") as ckpt:
+    prepared = batch_input(ckpt, "layer_norm")
+    sentences = tuple(prepared.sentences)
+    if sentences:
+        index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}",
+                                                                        text="{text}"),
+                                "layer_norm")
+        st.subheader(t("layer_norm.token.heading"))
+        st.markdown(t("layer_norm.token.intro"))
+        if ckpt is None:
+            st.info(t("layer_norm.no_model"), icon=":material/info:")
+        else:
+            norm_view(ckpt, sentences[index])
+            st.subheader(t("layer_norm.batch.heading"))
+            st.markdown(t("layer_norm.batch.intro"))
+            st.latex(BATCH_NORM)
+            batch_view(ckpt, sentences, index)
 
-st.subheader(t("layernorm.placement.heading"))
-st.markdown(t("layernorm.placement.intro"))
-wirings(ckpt)
-st.subheader(t("layernorm.grad.heading"))
-st.markdown(t("layernorm.grad.intro"))
-gradients()
-st.markdown(t("layernorm.grad.training"))
-link(stop("training"), t("layernorm.grad.training_link"), icon=":material/model_training:")
-
-tour_links("layernorm")
+    st.subheader(t("layer_norm.placement.heading"))
+    st.markdown(t("layer_norm.placement.intro"))
+    wirings(ckpt)
+    st.subheader(t("layer_norm.grad.heading"))
+    st.markdown(t("layer_norm.grad.intro"))
+    gradients()
+    st.markdown(t("layer_norm.grad.training"))
+    link(stop("training"), t("layer_norm.grad.training_link"), icon=":material/model_training:")

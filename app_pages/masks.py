@@ -3,33 +3,33 @@ from typing import Sequence
 
 import streamlit as st
 
-from explain.masks import (SELF_ATTENTION_KINDS, SHOWN_PADS, HeadMap, PairTokens, flipped, head_map, leak_share, mask_set,
+from explain.masks import (SELF_ATTENTION_KINDS, SHOWN_PADS, HeadMap, PairTokens, flipped, head_map, leak_share,
+                           mask_set,
                            masked_attention, pair_tokens, row_steps, seed_example)
-from explain.text import MAX_LINES, prepare_sentences
 from explain.tokens import batch_of, fallback_tokenizer
 from figures.labels import display_token
 from figures.masks import attention_map, mask_matrix, row_bars, title_lines
 from ui.cache import computed
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import link, tour_links
+from ui.nav import link
 from ui.page_errors import fragment
+from ui.scaffold import page
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
-from ui.widgets import alphabet_note, batch_input, char_limit, plot, sentence_picker, show_notices
+from ui.widgets import batch_input, plot, sentence_picker
 
 SECTIONS = ("matrices", "printout", "effect", "row")
-SECTION = ChoiceParam("mask_view", default="matrices", choices=SECTIONS)
-PADDING = BoolParam("mask_pad", default=True)
-LOOK_AHEAD = BoolParam("mask_ahead", default=True)
-KIND = ChoiceParam("mask_kind", default="decoder", choices=SELF_ATTENTION_KINDS)
+SECTION = ChoiceParam("masks_view", default="matrices", choices=SECTIONS)
+PADDING = BoolParam("masks_pad", default=True)
+LOOK_AHEAD = BoolParam("masks_ahead", default=True)
+KIND = ChoiceParam("masks_kind", default="decoder", choices=SELF_ATTENTION_KINDS)
 MATRICES = ("padding", "look_ahead", "combined")
 ROW_STEPS = ("raw", "masked", "weights")
 
 
 def mask_switches() -> tuple[bool, bool]:
     """The padding and look-ahead switches, side by side: ``(use_padding, use_look_ahead)``.
-    Each is its own toggle, bound to its own URL value (``?mask_pad=``, ``?mask_ahead=``)."""
+    Each is its own toggle, bound to its own URL value (``?masks_pad=``, ``?masks_ahead=``)."""
     with st.container(horizontal=True):
         use_padding = st.toggle(t("masks.padding_switch"), key=bind(PADDING, key="masks.padding"),
                                 help=t("masks.padding_help"))
@@ -146,10 +146,10 @@ def mask_view(section: str, ckpt, pad_id: int, pair: PairTokens, layer: int, hea
 
 
 def layer_and_head(ckpt) -> tuple[int, int]:
-    """The layer and head pickers (``?mask_layer=``, ``?mask_head=``), side by side."""
+    """The layer and head pickers (``?masks_layer=``, ``?masks_head=``), side by side."""
     n_layers, n_heads = ckpt.model.config.n_layers, ckpt.model.config.n_heads
-    layer_param = IntParam("mask_layer", default=0, lo=0, hi=n_layers - 1)
-    head_param = IntParam("mask_head", default=0, lo=0, hi=n_heads - 1)
+    layer_param = IntParam("masks_layer", default=0, lo=0, hi=n_layers - 1)
+    head_param = IntParam("masks_head", default=0, lo=0, hi=n_heads - 1)
     clamp_state("masks.layer", layer_param.hi)
     clamp_state("masks.head", head_param.hi)
     c1, c2 = st.columns(2)
@@ -163,14 +163,14 @@ def layer_and_head(ckpt) -> tuple[int, int]:
 
 
 def kind_and_query(pair: PairTokens) -> tuple[str, int]:
-    """Which self-attention (``?mask_kind=``) and which of its query positions (``?mask_query=``): the
+    """Which self-attention (``?masks_kind=``) and which of its query positions (``?masks_query=``): the
     positions a view draws (see :meth:`PairTokens.drawn`)."""
     c1, c2 = st.columns([2, 5])
     with c1:
         kind = st.radio(t("masks.row.kind"), SELF_ATTENTION_KINDS, key=bind(KIND, key="masks.kind"),
                         format_func=lambda k: t(f"masks.row.kind_{k}"), horizontal=True)
     tokens = pair.tokens(kind)[:pair.drawn(kind)]
-    query_param = IntParam("mask_query", default=0, lo=0, hi=len(tokens) - 1)
+    query_param = IntParam("masks_query", default=0, lo=0, hi=len(tokens) - 1)
     clamp_state("masks.query", query_param.hi)
     with c2:
         query = st.select_slider(t("masks.row.query"), list(range(len(tokens))),
@@ -179,70 +179,61 @@ def kind_and_query(pair: PairTokens) -> tuple[str, int]:
     return kind, query
 
 
-st.title(t("masks.title"))
-st.markdown(t("masks.intro"))
-st.latex(r"\begin{gathered}\mathrm{Attention}(Q,K,V) \\ = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V,"
-         r"\end{gathered}")  # two lines: one is wider than a phone
-st.latex(r"M_{ij} = \begin{cases} 0 & \text{mask}_{ij} \text{: " + t("masks.formula_true") + r"} \\"
-         r" -\infty & \text{mask}_{ij} \text{: " + t("masks.formula_false") + r"} \end{cases}")
-with st.container(border=True):
-    st.markdown(t("masks.try_this"))
+FORMULAS = (r"\begin{gathered}\mathrm{Attention}(Q,K,V) \\ = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V,"
+            r"\end{gathered}",  # two lines: one is wider than a phone
+            r"M_{ij} = \begin{cases} 0 & \text{mask}_{ij} \text{: " + t("masks.formula_true") + r"} \\"
+            r" -\infty & \text{mask}_{ij} \text{: " + t("masks.formula_false") + r"} \end{cases}",)
 
-ckpt = selected_model()
-tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
-task_name = ckpt.task.get("name") if ckpt is not None else "copy"
-limit = char_limit(ckpt)
+with page("masks", formulas=FORMULAS, try_this="top") as ckpt:
+    tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
+    task_name = ckpt.task.get("name") if ckpt is not None else "copy"
 
-raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "masks",
-                  ckpt)
-alphabet_note(tokenizer)
-prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
-show_notices(prepared)
+    prepared = batch_input(ckpt, "masks")
 
-if prepared.sentences:
-    sentences = tuple(prepared.sentences)
-    index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),
-                            "masks")
-    alphabet = getattr(tokenizer, "alphabet", "")  # a word model has a vocabulary instead (batch_of reads its task's)
-    pair = pair_tokens(computed(batch_of, sentences, alphabet, task_name), index)
-    section = st.segmented_control(t("masks.section_label"), SECTIONS, required=True,
-                                   format_func=lambda s: t(f"masks.{s}.heading"),
-                                   key=bind(SECTION, key="masks.section"))
-    layer = head = query = 0
-    kind = KIND.default
-    needs_model = section in ("effect", "row")
-    if needs_model and ckpt is None:
-        st.info(t("masks.effect.no_model"), icon=":material/info:")
-    elif needs_model:
-        layer, head = layer_and_head(ckpt)
-        if section == "row":
-            kind, query = kind_and_query(pair)
-            st.markdown(t("masks.row.intro"))
-        else:
-            st.markdown(t("masks.effect.intro"))
-    if section == "matrices":
-        st.markdown(t("masks.matrices.intro", s=len(pair.src_ids), pads=pair.src_pads, t=len(pair.tgt_ids),
-                      tpads=pair.tgt_pads))
-    elif section == "printout":
-        st.markdown(t("masks.printout.intro", shown=SHOWN_PADS))
-    if not needs_model or ckpt is not None:
-        mask_view(section, ckpt, tokenizer.pad_id, pair, layer, head, kind, query)
-    if section == "matrices":
-        st.caption("  \n".join([t("masks.matrices.caption"), *crop_notes(pair)]))
-        if pair.src_pads == 0:
-            st.info(t("masks.matrices.no_padding"), icon=":material/info:")
-    elif section == "printout":
-        seed_text, _ = computed(seed_example)
-        st.markdown(t("masks.printout.seed"))
-        st.code("decoder_mask(torch.tensor([[1, 2, 3, 0, 0]]))\n" + seed_text, language="python")
-    elif section == "row" and ckpt is not None:
-        st.latex(r"\begin{gathered} w_j = \frac{e^{s_j}}{\sum_k e^{s_k}}, \qquad e^{-\infty} = 0 \\ \Rightarrow\; w_j = 0"
-                 r"\text{ " + t("masks.row.formula_hidden") + r" } j \end{gathered}")
-        st.caption(t("masks.row.caption"))
+    if prepared.sentences:
+        sentences = tuple(prepared.sentences)
+        index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}",
+                                                                        text="{text}"),
+                                "masks")
+        alphabet = getattr(tokenizer, "alphabet",
+                           "")  # a word model has a vocabulary instead (batch_of reads its task's)
+        pair = pair_tokens(computed(batch_of, sentences, alphabet, task_name), index)
+        section = st.segmented_control(t("masks.section_label"), SECTIONS, required=True,
+                                       format_func=lambda s: t(f"masks.{s}.heading"),
+                                       key=bind(SECTION, key="masks.section"))
+        layer = head = query = 0
+        kind = KIND.default
+        needs_model = section in ("effect", "row")
+        if needs_model and ckpt is None:
+            st.info(t("masks.effect.no_model"), icon=":material/info:")
+        elif needs_model:
+            layer, head = layer_and_head(ckpt)
+            if section == "row":
+                kind, query = kind_and_query(pair)
+                st.markdown(t("masks.row.intro"))
+            else:
+                st.markdown(t("masks.effect.intro"))
+        if section == "matrices":
+            st.markdown(t("masks.matrices.intro", s=len(pair.src_ids), pads=pair.src_pads, t=len(pair.tgt_ids),
+                          tpads=pair.tgt_pads))
+        elif section == "printout":
+            st.markdown(t("masks.printout.intro", shown=SHOWN_PADS))
+        if not needs_model or ckpt is not None:
+            mask_view(section, ckpt, tokenizer.pad_id, pair, layer, head, kind, query)
+        if section == "matrices":
+            st.caption("  \n".join([t("masks.matrices.caption"), *crop_notes(pair)]))
+            if pair.src_pads == 0:
+                st.info(t("masks.matrices.no_padding"), icon=":material/info:")
+        elif section == "printout":
+            seed_text, _ = computed(seed_example)
+            st.markdown(t("masks.printout.seed"))
+            st.code("decoder_mask(torch.tensor([[1, 2, 3, 0, 0]]))\n" + seed_text, language="python")
+        elif section == "row" and ckpt is not None:
+            st.latex(r"\begin{gathered} w_j = \frac{e^{s_j}}{\sum_k e^{s_k}}, \qquad e^{-\infty} = 0 \\ \Rightarrow\; w_j = 0"
+                     r"\text{ " + t("masks.row.formula_hidden") + r" } j \end{gathered}")
+            st.caption(t("masks.row.caption"))
 
-    # -------------------------------------------------------------- the training experiment
-    st.subheader(t("masks.training.heading"))
-    st.markdown(t("masks.training.body"))
-    link(stop("training"), t("masks.training.link"), icon=":material/model_training:")
-
-tour_links("masks")
+        # -------------------------------------------------------------- the training experiment
+        st.subheader(t("masks.training.heading"))
+        st.markdown(t("masks.training.body"))
+        link(stop("training"), t("masks.training.link"), icon=":material/model_training:")

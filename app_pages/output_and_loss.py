@@ -15,25 +15,23 @@ from figures import output as pictures
 from figures.labels import display_token
 from ui.cache import computed
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import tour_links
 from ui.page_errors import fragment
+from ui.scaffold import PLOT_CONFIG, page
 from ui.sidebar import CARRIED_PARAMS
-from ui.tour import page, stop
+from ui.tour import st_page, stop
 from ui.url_state import (ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, current_query,
                           markdown_literal)
-from ui.widgets import char_limit, csv_download, plot, sentence_input, show_box_cut, show_notices, text_box_key
+from ui.widgets import char_limit, csv_download, plot, sentence_input, show_box_cut, show_notices
 
 SECTIONS = ("logits", "seed", "loss", "smoothing")
-SECTION = ChoiceParam("out_view", "logits", choices=SECTIONS)
-TEMPERATURE = FloatParam("out_temp", 1.0, lo=0.0, hi=5.0, step=0.1)
-EPSILON = FloatParam("out_eps", 0.1, lo=0.0, hi=0.5, step=0.05)
+SECTION = ChoiceParam("output_and_loss_view", "logits", choices=SECTIONS)
+TEMPERATURE = FloatParam("output_and_loss_temp", 1.0, lo=0.0, hi=5.0, step=0.1)
+EPSILON = FloatParam("output_and_loss_eps", 0.1, lo=0.0, hi=0.5, step=0.05)
 TARGET_CHARS = 200  # the target box keeps this much of any paste (the model then takes what fits)
-TARGET_KEY = "output.target"
-POSITION_KEY = "output.position"
+TARGET_KEY = "output_and_loss.target"
+POSITION_KEY = "output_and_loss.position"
 SWEEP = np.round(np.concatenate([[0.0], np.geomspace(0.05, 5.0, 60)]), 4)  # the temperature curve's x
 P_GRID = np.linspace(0.001, 0.999, 200)  # the loss curve's p(right)
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
 
 
 def number(value: float, digits: int = 3) -> str:
@@ -49,58 +47,45 @@ def shown(tokens) -> str:
 # ------------------------------------------------------------------ the target box
 
 
-def follow_answer(answer: str) -> None:
-    """When the source changes and the target box still holds the previous source's answer, put the
-    new answer in it. A target the visitor typed is never replaced."""
-    state = st.session_state
-    seen_key, last_key = f"{TARGET_KEY}._answer", f"{TARGET_KEY}._last"
-    previous = state.get(seen_key)
-    if previous is not None and previous != answer and state.get(last_key, previous) == previous:
-        state[TARGET_KEY] = answer
-    state[seen_key] = answer
-
-
 def target_input(ckpt, source: str) -> str | None:
-    """The target box (``?out_target=``): the task's correct answer by default, editable. Returns the
+    """The target box (``?output_and_loss_target=``): the task's correct answer by default, editable. Returns the
     target the decoder reads, or None when there is none."""
     answer = expected_output(ckpt, source) or ""
-    follow_answer(answer)
-    typed = st.text_input(t("output.target_label"),
-                          key=text_box_key(TextParam("out_target", answer, max_len=TARGET_CHARS), TARGET_KEY),
-                          help=t("output.target_help"))
-    st.session_state[f"{TARGET_KEY}._last"] = typed
+    param = TextParam("output_and_loss_target", answer, max_len=TARGET_CHARS)
+    typed = st.text_input(t("output_and_loss.target_label"), key=bind(param, key=TARGET_KEY, follows=TARGET_KEY),
+                          help=t("output_and_loss.target_help"))
     show_box_cut(TARGET_KEY, typed, TARGET_CHARS)
     prepared = prepare_sentence(typed, target_tokenizer(ckpt), max_chars=char_limit(ckpt))
     show_notices(prepared)
     if not prepared.sentences:
-        st.info(t("output.no_target"), icon=":material/edit:")
+        st.info(t("output_and_loss.no_target"), icon=":material/edit:")
         return None
     target = prepared.sentences[0]
     if answer:
-        st.caption(t("output.target_is_answer") if target == answer else
-                   t("output.target_not_answer", answer=markdown_literal(answer, limit=80)))
+        st.caption(t("output_and_loss.target_is_answer") if target == answer else
+                   t("output_and_loss.target_not_answer", answer=markdown_literal(answer, limit=80)))
     return target
 
 
 def forcing_note(view: OutputView) -> None:
     """The decoder reads the target shifted right (teacher forcing), with a link to the Decoding page's view of it."""
-    st.markdown(t("output.forcing_note", reads=shown(view.input_tokens), writes=shown(view.target_tokens)))
-    st.page_link(page(stop("decoding")), label=t("output.forcing_link"), icon=":material/output:",
-                 query_params={**current_query(*CARRIED_PARAMS), "dec_view": "forcing"})
+    st.markdown(t("output_and_loss.forcing_note", reads=shown(view.input_tokens), writes=shown(view.target_tokens)))
+    st.page_link(st_page(stop("decoding")), label=t("output_and_loss.forcing_link"), icon=":material/output:",
+                 query_params={**current_query(*CARRIED_PARAMS), "decoding_view": "forcing"})
 
 
 def position_picker(view: OutputView) -> int:
-    """Which position to look at (``?out_pos=``): each written as the token it should write."""
+    """Which position to look at (``?output_and_loss_pos=``): each written as the token it should write."""
     n = len(view.target_tokens)
-    param = IntParam("out_pos", 0, lo=0, hi=n - 1)
+    param = IntParam("output_and_loss_pos", 0, lo=0, hi=n - 1)
     clamp_state(POSITION_KEY, param.hi)
-    return st.select_slider(t("output.position"), list(range(n)), key=bind(param, key=POSITION_KEY),
+    return st.select_slider(t("output_and_loss.position"), list(range(n)), key=bind(param, key=POSITION_KEY),
                             format_func=lambda i: f"{i}: {display_token(view.target_tokens[i])}",
-                            help=t("output.position_help"))
+                            help=t("output_and_loss.position_help"))
 
 
 def position_status(view: OutputView, position: int) -> None:
-    st.markdown(t("output.position_status", position=position, reads=shown(view.input_tokens[:position + 1]),
+    st.markdown(t("output_and_loss.position_status", position=position, reads=shown(view.input_tokens[:position + 1]),
                   should=markdown_literal(display_token(view.target_tokens[position]))))
 
 
@@ -113,45 +98,54 @@ def logits_section(view: OutputView) -> None:
     position = position_picker(view)
     position_status(view, position)
     d_model = view.hidden.shape[1]
-    plot(pictures.last_vector(view.hidden[position], title=t("output.logits.vector_title", d=d_model),
-                              x_title=t("output.logits.vector_axis"), hover=t("output.logits.vector_hover")),
-         key="output.vector", config=PLOT_CONFIG)
-    st.caption(t("output.logits.vector_prenorm" if view.norm_first else "output.logits.vector_postnorm") + " "
-               + t("output.logits.generator_note"))
+    plot(pictures.last_vector(view.hidden[position], title=t("output_and_loss.logits.vector_title", d=d_model),
+                              x_title=t("output_and_loss.logits.vector_axis"),
+                              hover=t("output_and_loss.logits.vector_hover")),
+         key="output_and_loss.vector", config=PLOT_CONFIG)
+    where = "output_and_loss.logits.vector_prenorm" if view.norm_first else "output_and_loss.logits.vector_postnorm"
+    st.caption(t(where) + " "
+               + t("output_and_loss.logits.generator_note"))
     st.latex(r"z = W\,h + b,\qquad W \in \mathbb{R}^{%d \times %d},\; b \in \mathbb{R}^{%d}"
              % (view.weight_shape[0], view.weight_shape[1], view.weight_shape[0]))
     st.latex(r"p_i = \mathrm{softmax}(z / T)_i = \frac{e^{z_i / T}}{\sum_{j=1}^{%d} e^{z_j / T}}" % view.vocab_size)
-    temperature = float(st.slider(t("output.logits.temperature"), 0.0, 5.0, step=0.1,
-                                  key=bind(TEMPERATURE, key="output.temperature"),
-                                  help=t("output.logits.temperature_help")))
+    temperature = float(st.slider(t("output_and_loss.logits.temperature"), 0.0, 5.0, step=0.1,
+                                  key=bind(TEMPERATURE, key="output_and_loss.temperature"),
+                                  help=t("output_and_loss.logits.temperature_help")))
     dist = distribution(view, position, temperature)
     fig = pictures.logits_and_probs(
         dist.tokens, dist.logits, dist.probs, dist.target_index,
-        titles=(t("output.logits.logits_title"), t("output.logits.probs_title", temperature=f"{temperature:g}")),
-        hover=(t("output.logits.logit_hover"), t("output.logits.prob_hover")))
-    plot(fig, key="output.logits", config=PLOT_CONFIG)
-    st.caption(t("output.logits.listed", k=min(TOP_K, view.vocab_size), vocab=view.vocab_size)
-               + (" " + t("output.logits.target_added", rank=dist.target_rank) if dist.target_rank > TOP_K else ""))
+        titles=(t("output_and_loss.logits.logits_title"), t("output_and_loss.logits.probs_title",
+                                                            temperature=f"{temperature:g}")),
+        hover=(t("output_and_loss.logits.logit_hover"), t("output_and_loss.logits.prob_hover")))
+    plot(fig, key="output_and_loss.logits", config=PLOT_CONFIG)
+    st.caption(t("output_and_loss.logits.listed", k=min(TOP_K, view.vocab_size), vocab=view.vocab_size)
+               + (" " + t("output_and_loss.logits.target_added",
+                          rank=dist.target_rank) if dist.target_rank > TOP_K else ""))
     cols = st.columns(4)
-    cols[0].metric(t("output.logits.p_target"), number(dist.target_prob), help=t("output.logits.p_target_help"))
-    cols[1].metric(t("output.logits.top_p"), number(dist.top_prob))
-    cols[2].metric(t("output.logits.entropy"), number(dist.entropy), help=t("output.logits.entropy_help"))
-    cols[3].metric(t("output.logits.choices"), f"{np.exp(dist.entropy):.2f}",
-                   help=t("output.logits.choices_help", vocab=view.vocab_size))
+    cols[0].metric(t("output_and_loss.logits.p_target"), number(dist.target_prob),
+                   help=t("output_and_loss.logits.p_target_help"))
+    cols[1].metric(t("output_and_loss.logits.top_p"), number(dist.top_prob))
+    cols[2].metric(t("output_and_loss.logits.entropy"), number(dist.entropy),
+                   help=t("output_and_loss.logits.entropy_help"))
+    cols[3].metric(t("output_and_loss.logits.choices"), f"{np.exp(dist.entropy):.2f}",
+                   help=t("output_and_loss.logits.choices_help", vocab=view.vocab_size))
     sweep = temperature_sweep(view.logits[position], view.target_ids[position], SWEEP)
     curve = pictures.temperature_curve(
         sweep["temperature"], sweep["top"], sweep["target"], sweep["entropy"], temperature,
         float(np.log(view.vocab_size)),
-        names=(t("output.logits.top_p"), t("output.logits.p_target"), t("output.logits.entropy")),
-        x_title=t("output.logits.temperature"), y_title=t("output.probability"), y2_title=t("output.logits.entropy"))
-    plot(curve, key="output.temperature_curve", config=PLOT_CONFIG)
-    st.caption(t("output.logits.curve_caption"))
-    columns = {name: t(f"output.col.{name}") for name in ("id", "token", "logit", "probability", "target")}
+        names=(t("output_and_loss.logits.top_p"), t("output_and_loss.logits.p_target"),
+               t("output_and_loss.logits.entropy")),
+        x_title=t("output_and_loss.logits.temperature"), y_title=t("output_and_loss.probability"),
+        y2_title=t("output_and_loss.logits.entropy"))
+    plot(curve, key="output_and_loss.temperature_curve", config=PLOT_CONFIG)
+    st.caption(t("output_and_loss.logits.curve_caption"))
+    columns = {name: t(f"output_and_loss.col.{name}") for name in ("id", "token", "logit", "probability", "target")}
 
     def distribution_csv() -> str:
         return distribution_table(view, position, temperature, columns).to_csv(index=False)
 
-    csv_download("output.download", distribution_csv, f"distribution_position{position}.csv", "output.logits_csv")
+    csv_download("output_and_loss.download", distribution_csv, f"distribution_position{position}.csv",
+                 "output_and_loss.logits_csv")
 
 
 # ------------------------------------------------------------------ 2. the seeds' worked numbers
@@ -159,28 +153,28 @@ def logits_section(view: OutputView) -> None:
 
 def seed_section() -> None:
     """softmax([1, 2, 3]) and seed 004's cross-entropy example, computed here by torch."""
-    st.subheader(t("output.seed.softmax_heading"))
+    st.subheader(t("output_and_loss.seed.softmax_heading"))
     st.latex(r"\mathrm{softmax}(x)_i = \frac{e^{x_i}}{\sum_j e^{x_j}}")
     probs = computed(seed_softmax)
     exps = np.exp(SEED_SOFTMAX_INPUT)
     st.dataframe(pd.DataFrame({"x": SEED_SOFTMAX_INPUT, "e^x": np.round(exps, 4),
-                               t("output.seed.share"): [f"{e:.4f} / {exps.sum():.4f}" for e in exps],
+                               t("output_and_loss.seed.share"): [f"{e:.4f} / {exps.sum():.4f}" for e in exps],
                                "softmax": [f"{p:.4f}" for p in probs]}), hide_index=True)
-    st.caption(t("output.seed.softmax_caption", values=", ".join(f"{p:.4f}" for p in probs)))
-    st.subheader(t("output.seed.ce_heading"))
+    st.caption(t("output_and_loss.seed.softmax_caption", values=", ".join(f"{p:.4f}" for p in probs)))
+    st.subheader(t("output_and_loss.seed.ce_heading"))
     st.latex(r"\mathcal{L} = -\sum_i y_i \log \hat{y}_i = -\log \hat{y}_{\text{target}}")
     ce = computed(seed_cross_entropy)
     rows = pd.DataFrame({
-        t("output.seed.row"): [1, 2],
-        t("output.seed.logits"): [str(list(r)) for r in SEED_CE_LOGITS],
-        t("output.seed.target"): list(SEED_CE_TARGET),
-        t("output.seed.probs"): [f"[{a:.4f}, {b:.4f}]" for a, b in ce.probs],
+        t("output_and_loss.seed.row"): [1, 2],
+        t("output_and_loss.seed.logits"): [str(list(r)) for r in SEED_CE_LOGITS],
+        t("output_and_loss.seed.target"): list(SEED_CE_TARGET),
+        t("output_and_loss.seed.probs"): [f"[{a:.4f}, {b:.4f}]" for a, b in ce.probs],
         "−log p(target)": [f"{x:.4f}" for x in ce.row_losses],
     })
     st.dataframe(rows, hide_index=True)
-    st.code(t("output.seed.code", from_logits=repr(ce.from_logits), from_probs=repr(ce.from_probs),
+    st.code(t("output_and_loss.seed.code", from_logits=repr(ce.from_logits), from_probs=repr(ce.from_probs),
               training=repr(ce.training_loss)), language="python")
-    st.caption(t("output.seed.ce_caption"))
+    st.caption(t("output_and_loss.seed.ce_caption"))
 
 
 # ------------------------------------------------------------------ 3. the sentence's loss and perplexity
@@ -197,24 +191,25 @@ def loss_section(view: OutputView) -> None:
     chosen = st.session_state.get(POSITION_KEY)
     fig = pictures.position_losses(
         view.target_tokens, losses, correct, mean, chosen if isinstance(chosen, int) else None,
-        mean_label=t("output.loss.mean_label", mean=number(mean)), x_title=t("output.loss.x_title"),
-        y_title=t("output.loss.y_title"), hover=t("output.loss.hover"))
-    plot(fig, key="output.losses", config=PLOT_CONFIG)
+        mean_label=t("output_and_loss.loss.mean_label", mean=number(mean)), x_title=t("output_and_loss.loss.x_title"),
+        y_title=t("output_and_loss.loss.y_title"), hover=t("output_and_loss.loss.hover"))
+    plot(fig, key="output_and_loss.losses", config=PLOT_CONFIG)
     cols = st.columns(4)
-    cols[0].metric(t("output.loss.mean"), number(mean), help=t("output.loss.mean_help"))
-    cols[1].metric(t("output.loss.ppl"), f"{perplexity(losses):.3f}", help=t("output.loss.ppl_help"))
-    cols[2].metric(t("output.loss.uniform"), f"{view.vocab_size}", help=t("output.loss.uniform_help"))
-    cols[3].metric(t("output.loss.right"), f"{sum(correct)} / {len(correct)}")
-    st.markdown(t("output.loss.ppl_meaning", ppl=f"{perplexity(losses):.2f}", vocab=view.vocab_size,
+    cols[0].metric(t("output_and_loss.loss.mean"), number(mean), help=t("output_and_loss.loss.mean_help"))
+    cols[1].metric(t("output_and_loss.loss.ppl"), f"{perplexity(losses):.3f}", help=t("output_and_loss.loss.ppl_help"))
+    cols[2].metric(t("output_and_loss.loss.uniform"), f"{view.vocab_size}", help=t("output_and_loss.loss.uniform_help"))
+    cols[3].metric(t("output_and_loss.loss.right"), f"{sum(correct)} / {len(correct)}")
+    st.markdown(t("output_and_loss.loss.ppl_meaning", ppl=f"{perplexity(losses):.2f}", vocab=view.vocab_size,
                   worst=number(float(losses.max())), at=int(losses.argmax()),
                   token=markdown_literal(display_token(view.target_tokens[int(losses.argmax())]))))
     epsilon = view.trained_epsilon if view.trained_epsilon is not None else EPSILON.default
-    columns = {name: t(f"output.col.{name}", epsilon=f"{epsilon:g}") for name in
+    columns = {name: t(f"output_and_loss.col.{name}", epsilon=f"{epsilon:g}") for name in
                ("position", "reads", "should", "predicts", "p_right", "loss", "smoothed_loss")}
     table = positions_table(view, epsilon, columns, show=display_token)
     st.dataframe(table, hide_index=True, width="stretch")
-    csv_download("output.download", lambda: table.to_csv(index=False), "losses.csv", "output.losses_csv")
-    st.caption(t("output.loss.caption"))
+    csv_download("output_and_loss.download", lambda: table.to_csv(index=False), "losses.csv",
+                 "output_and_loss.losses_csv")
+    st.caption(t("output_and_loss.loss.caption"))
 
 
 # ------------------------------------------------------------------ 4. label smoothing
@@ -225,69 +220,74 @@ def smoothing_section(view: OutputView) -> None:
     trained = view.trained_epsilon
     n = spread_over(view.vocab_size, view.pad_id)
     if trained is None:
-        st.info(t("output.smoothing.unknown_epsilon"), icon=":material/help:")
+        st.info(t("output_and_loss.smoothing.unknown_epsilon"), icon=":material/help:")
     else:
-        st.markdown(t("output.smoothing.trained", epsilon=f"{trained:g}", p=f"{1 - trained:g}"))
+        st.markdown(t("output_and_loss.smoothing.trained", epsilon=f"{trained:g}", p=f"{1 - trained:g}"))
     probs = target_probs(view)
     chosen = st.session_state.get(POSITION_KEY)
     fig = pictures.right_token_probs(
         view.target_tokens, probs, None if trained is None else 1 - trained,
         chosen if isinstance(chosen, int) else None,
-        ceiling_label=t("output.smoothing.ceiling", p=f"{1 - (trained or 0):g}"),
-        x_title=t("output.loss.x_title"), y_title=t("output.smoothing.p_right"), hover=t("output.smoothing.hover"))
-    plot(fig, key="output.right_probs", config=PLOT_CONFIG)
+        ceiling_label=t("output_and_loss.smoothing.ceiling", p=f"{1 - (trained or 0):g}"),
+        x_title=t("output_and_loss.loss.x_title"), y_title=t("output_and_loss.smoothing.p_right"),
+        hover=t("output_and_loss.smoothing.hover"))
+    plot(fig, key="output_and_loss.right_probs", config=PLOT_CONFIG)
     if trained is not None:
-        st.caption(t("output.smoothing.measured", mean=number(float(probs.mean())), p=f"{1 - trained:g}",
+        st.caption(t("output_and_loss.smoothing.measured", mean=number(float(probs.mean())), p=f"{1 - trained:g}",
                      loss=number(mean_loss(view, trained)), floor=number(smoothed_floor(view.vocab_size, trained,
                                                                                          view.pad_id))))
     st.latex(r"q_i = \begin{cases} 1-\varepsilon & i = y \\ 0 & i = \texttt{<pad>} \\ "
-             r"\varepsilon / %d & \text{%s} \end{cases}" % (n, t("output.smoothing.formula_other")))
-    st.caption(t("output.smoothing.convention", n=n, vocab=view.vocab_size))
+             r"\varepsilon / %d & \text{%s} \end{cases}" % (n, t("output_and_loss.smoothing.formula_other")))
+    st.caption(t("output_and_loss.smoothing.convention", n=n, vocab=view.vocab_size))
     smoothing_view(view)
 
 
 @fragment
 def smoothing_view(view: OutputView) -> None:
     """The ε slider and what it drives: the one-hot and smoothed targets at one position, and the loss curve."""
-    epsilon = float(st.slider(t("output.smoothing.epsilon"), 0.0, 0.5, step=0.05,
-                              key=bind(EPSILON, key="output.epsilon"), help=t("output.smoothing.epsilon_help")))
+    epsilon = float(st.slider(t("output_and_loss.smoothing.epsilon"), 0.0, 0.5, step=0.05,
+                              key=bind(EPSILON, key="output_and_loss.epsilon"),
+                              help=t("output_and_loss.smoothing.epsilon_help")))
     position = position_picker(view)
     rows = target_rows(view, position, epsilon)
-    names = (t("output.smoothing.one_hot"), t("output.smoothing.smoothed", epsilon=f"{epsilon:g}"),
-             t("output.smoothing.model"))
-    st.markdown(t("output.smoothing.targets_title", position=position,
+    names = (t("output_and_loss.smoothing.one_hot"), t("output_and_loss.smoothing.smoothed", epsilon=f"{epsilon:g}"),
+             t("output_and_loss.smoothing.model"))
+    st.markdown(t("output_and_loss.smoothing.targets_title", position=position,
                   token=markdown_literal(display_token(view.target_tokens[position]))))
     plot(pictures.targets(rows.tokens, rows.one_hot, rows.smoothed, rows.model, rows.target_index, names=names,
-                          x_title=t("output.smoothing.log_axis"), hover=t("output.smoothing.target_hover")),
-         key="output.targets", config=PLOT_CONFIG)
-    st.caption(t("output.smoothing.targets_caption", n=rows.n_shared, each=f"{rows.shared:.5f}",
+                          x_title=t("output_and_loss.smoothing.log_axis"),
+                          hover=t("output_and_loss.smoothing.target_hover")),
+         key="output_and_loss.targets", config=PLOT_CONFIG)
+    st.caption(t("output_and_loss.smoothing.targets_caption", n=rows.n_shared, each=f"{rows.shared:.5f}",
                  k=min(TOP_K, view.vocab_size)))
     floor = smoothed_floor(view.vocab_size, epsilon, view.pad_id)
     one_hot_loss = loss_by_right_probability(P_GRID, view.vocab_size, 0.0, view.pad_id)
     smoothed_loss = loss_by_right_probability(P_GRID, view.vocab_size, epsilon, view.pad_id)
     plot(pictures.loss_curve(P_GRID, one_hot_loss, smoothed_loss, epsilon, floor,
-                             names=(t("output.smoothing.curve_one_hot"),
-                                    t("output.smoothing.curve_smoothed", epsilon=f"{epsilon:g}")),
-                             best_label=t("output.smoothing.best", p=f"{1 - epsilon:g}"),
-                             x_title=t("output.smoothing.p_right"), y_title=t("output.loss.y_title")),
-         key="output.loss_curve", config=PLOT_CONFIG)
+                             names=(t("output_and_loss.smoothing.curve_one_hot"),
+                                    t("output_and_loss.smoothing.curve_smoothed", epsilon=f"{epsilon:g}")),
+                             best_label=t("output_and_loss.smoothing.best", p=f"{1 - epsilon:g}"),
+                             x_title=t("output_and_loss.smoothing.p_right"), y_title=t("output_and_loss.loss.y_title")),
+         key="output_and_loss.loss_curve", config=PLOT_CONFIG)
     cols = st.columns(3)
-    cols[0].metric(t("output.smoothing.perfect_one_hot"), "0", help=t("output.smoothing.perfect_one_hot_help"))
-    cols[1].metric(t("output.smoothing.perfect_smoothed"), "∞" if epsilon > 0 else "0",
-                   help=t("output.smoothing.perfect_smoothed_help"))
-    cols[2].metric(t("output.smoothing.floor"), number(floor), help=t("output.smoothing.floor_help"))
-    st.markdown(t("output.smoothing.why", epsilon=f"{epsilon:g}", p=f"{1 - epsilon:g}", floor=number(floor),
+    cols[0].metric(t("output_and_loss.smoothing.perfect_one_hot"), "0",
+                   help=t("output_and_loss.smoothing.perfect_one_hot_help"))
+    cols[1].metric(t("output_and_loss.smoothing.perfect_smoothed"), "∞" if epsilon > 0 else "0",
+                   help=t("output_and_loss.smoothing.perfect_smoothed_help"))
+    cols[2].metric(t("output_and_loss.smoothing.floor"), number(floor), help=t("output_and_loss.smoothing.floor_help"))
+    st.markdown(t("output_and_loss.smoothing.why", epsilon=f"{epsilon:g}", p=f"{1 - epsilon:g}", floor=number(floor),
                   sentence=number(mean_loss(view, epsilon))))
-    columns = {name: t(f"output.col.{name}") for name in ("id", "token", "one_hot", "smoothed", "model")}
-    csv_download("output.download", lambda: targets_table(view, position, epsilon, columns).to_csv(index=False),
-                 f"targets_position{position}.csv", "output.targets_csv")
+    columns = {name: t(f"output_and_loss.col.{name}") for name in ("id", "token", "one_hot", "smoothed", "model")}
+    csv_download("output_and_loss.download", lambda: targets_table(view, position, epsilon,
+                                                                   columns).to_csv(index=False),
+                 f"targets_position{position}.csv", "output_and_loss.targets_csv")
 
 
 # ------------------------------------------------------------------ the page
 
 
 def output_page(ckpt) -> None:
-    source = sentence_input(ckpt, "output.text", "out_text")
+    source = sentence_input(ckpt, "output_and_loss")
     if source is None:
         return
     target = target_input(ckpt, source)
@@ -295,10 +295,10 @@ def output_page(ckpt) -> None:
         return
     view = computed(output_view, source, target, model=ckpt)
     forcing_note(view)
-    section = st.segmented_control(t("output.section_label"), SECTIONS, required=True,
-                                   format_func=lambda s: t(f"output.section.{s}"),
-                                   key=bind(SECTION, key="output.section"))
-    st.caption(t(f"output.section_about.{section}"))
+    section = st.segmented_control(t("output_and_loss.section_label"), SECTIONS, required=True,
+                                   format_func=lambda s: t(f"output_and_loss.section.{s}"),
+                                   key=bind(SECTION, key="output_and_loss.section"))
+    st.caption(t(f"output_and_loss.section_about.{section}"))
     if section == "logits":
         logits_section(view)
     elif section == "seed":
@@ -308,14 +308,10 @@ def output_page(ckpt) -> None:
     else:
         smoothing_section(view)
     with st.container(border=True):
-        st.markdown(f"**{t('output.try.heading')}**")
-        st.markdown(t(f"output.try.{section}"))
+        st.markdown(f"**{t('output_and_loss.try.heading')}**")
+        st.markdown(t(f"output_and_loss.try.{section}"))
 
 
-st.title(t("output.title"))
-st.markdown(t("output.intro"))
-checkpoint = selected_model()
-if checkpoint is not None:
-    output_page(checkpoint)
-
-tour_links("output")
+with page("output_and_loss") as checkpoint:
+    if checkpoint is not None:
+        output_page(checkpoint)

@@ -11,20 +11,18 @@ from figures.labels import display_token, token_label
 from ui.cache import computed
 from ui.head_set import HeadSetParam
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import tour_links
 from ui.page_errors import fragment
+from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, IntParam, bind, clamp_state, markdown_literal
 from ui.widgets import csv_download, plot, sentence_input
 
 SECTIONS = ("sizes", "off")
-SECTION = ChoiceParam("rs_view", "sizes", choices=SECTIONS)
-STACK = ChoiceParam("rs_stack", "encoder", choices=STACKS)
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
+SECTION = ChoiceParam("residual_stream_view", "sizes", choices=SECTIONS)
+STACK = ChoiceParam("residual_stream_stack", "encoder", choices=STACKS)
 
 
 def norm_name(ckpt) -> str:
-    return t(f"residual.norm_name.{getattr(ckpt.model.config, 'norm_kind', 'layer')}")
+    return t(f"residual_stream.norm_name.{getattr(ckpt.model.config, 'norm_kind', 'layer')}")
 
 
 def formula(ckpt) -> None:
@@ -32,27 +30,29 @@ def formula(ckpt) -> None:
     norm = r"\mathrm{RMSNorm}" if getattr(ckpt.model.config, "norm_kind", "layer") == "rms" else r"\mathrm{LayerNorm}"
     if ckpt.model.config.norm_first:
         st.latex(rf"x_{{\text{{out}}}} = x + \mathrm{{Sublayer}}\big({norm}(x)\big)")
-        st.caption(t("residual.pre_norm", norm=norm_name(ckpt)))
+        st.caption(t("residual_stream.pre_norm", norm=norm_name(ckpt)))
     else:
         st.latex(rf"x_{{\text{{out}}}} = {norm}\big(x + \mathrm{{Sublayer}}(x)\big)")
-        st.caption(t("residual.post_norm", norm=norm_name(ckpt)))
+        st.caption(t("residual_stream.post_norm", norm=norm_name(ckpt)))
 
 
 def column_names(columns: list[tuple[int, str]]) -> list[str]:
     """``L1 attn``-style names of the sublayer connections of a stack, in order."""
-    return [t("residual.column", layer=layer, sublayer=t(f"residual.short.{sub}")) for layer, sub in columns]
+    return [t("residual_stream.column", layer=layer, sublayer=t(f"residual_stream.short.{sub}")) for layer,
+            sub in columns]
 
 
 # ------------------------------------------------------------------ sizes and turns
 
 
 def token_picker(tokens: list[str]) -> int:
-    """The token the path chart follows (``?rs_tok=``), kept inside the sentence when it shrinks."""
+    """The token the path chart follows (``?residual_stream_tok=``), kept inside the sentence when it shrinks."""
     last = len(tokens) - 1
-    clamp_state("residual.token", last)
-    return st.selectbox(t("residual.sizes.token"), list(range(len(tokens))),
-                        format_func=lambda i: t("residual.sizes.token_option", i=i, token=display_token(tokens[i])),
-                        key=bind(IntParam("rs_tok", 0, lo=0, hi=last), key="residual.token"))
+    clamp_state("residual_stream.token", last)
+    return st.selectbox(t("residual_stream.sizes.token"), list(range(len(tokens))),
+                        format_func=lambda i: t("residual_stream.sizes.token_option", i=i,
+                                                token=display_token(tokens[i])),
+                        key=bind(IntParam("residual_stream_tok", 0, lo=0, hi=last), key="residual_stream.token"))
 
 
 @fragment
@@ -60,84 +60,90 @@ def sizes(ckpt, source: str) -> None:
     """The stack picker, its heatmaps of sizes and turns, and one token's path. A fragment: the
     stack and the token redraw only this."""
     view = computed(stream_view, source, model=ckpt)
-    stack = st.segmented_control(t("residual.stack_label"), STACKS, required=True,
-                                 format_func=lambda s: t(f"residual.stack.{s}"), key=bind(STACK, key="residual.stack"))
+    stack = st.segmented_control(t("residual_stream.stack_label"), STACKS, required=True,
+                                 format_func=lambda s: t(f"residual_stream.stack.{s}"),
+                                 key=bind(STACK, key="residual_stream.stack"))
     if stack == "decoder":
-        st.caption(t(f"residual.decoder_reads_{view.target.origin}",
+        st.caption(t(f"residual_stream.decoder_reads_{view.target.origin}",
                      target=markdown_literal(view.target.text, limit=60)))
     tokens = view.src_tokens if stack == "encoder" else view.tgt_tokens
     x_norm, columns = stream_matrix(view, stack, "x_norm")
     update_norm, _ = stream_matrix(view, stack, "update_norm")
     turn, _ = stream_matrix(view, stack, "turn_cos")
     names = column_names(columns)
-    titles = (t("residual.sizes.x_title"), t("residual.sizes.update_title"), t("residual.sizes.turn_title"))
-    hovers = ("%{y} · %{x}: ‖x‖ = %{z:.2f}", f"%{{y}} · %{{x}}: ‖{t('residual.update')}‖ = %{{z:.2f}}",
+    titles = (t("residual_stream.sizes.x_title"), t("residual_stream.sizes.update_title"),
+              t("residual_stream.sizes.turn_title"))
+    hovers = ("%{y} · %{x}: ‖x‖ = %{z:.2f}", f"%{{y}} · %{{x}}: ‖{t('residual_stream.update')}‖ = %{{z:.2f}}",
               "%{y} · %{x}: cos = %{z:.3f}")
     plot(charts.stream_figure(x_norm, update_norm, turn, tokens, names, titles=titles, hovers=hovers),
-         key="residual.stream", config=PLOT_CONFIG)
-    st.caption(t("residual.sizes.reading_pre" if view.norm_first else "residual.sizes.reading_post",
+         key="residual_stream.stream", config=PLOT_CONFIG)
+    st.caption(t("residual_stream.sizes.reading_pre" if view.norm_first else "residual_stream.sizes.reading_post",
                  norm=norm_name(ckpt)))
     position = token_picker(tokens)
     path = token_path(view, stack, position)
-    line_names = (t("residual.sizes.x_line"), t("residual.sizes.update_line"), t("residual.sizes.turn_line"))
+    line_names = (t("residual_stream.sizes.x_line"), t("residual_stream.sizes.update_line"),
+                  t("residual_stream.sizes.turn_line"))
     plot(charts.token_path_figure(names, path["x_norm"].to_numpy(), path["update_norm"].to_numpy(),
                                   path["turn_cos"].to_numpy(), names=line_names,
-                                  titles=(t("residual.sizes.path_sizes", token=token_label(tokens[position])),
-                                          t("residual.sizes.path_turn")),
-                                  size_title=t("residual.sizes.size_axis"), cos_title="cos"),
-         key="residual.path", config=PLOT_CONFIG)
-    csv_download("residual.export", lambda: stream_csv(view), "residual_stream.csv", "residual.export_stream")
+                                  titles=(t("residual_stream.sizes.path_sizes", token=token_label(tokens[position])),
+                                          t("residual_stream.sizes.path_turn")),
+                                  size_title=t("residual_stream.sizes.size_axis"), cos_title="cos"),
+         key="residual_stream.path", config=PLOT_CONFIG)
+    csv_download("residual_stream.export", lambda: stream_csv(view), "residual_stream.csv",
+                 "residual_stream.export_stream")
 
 
 # ------------------------------------------------------------------ switching a residual off
 
 
 def connections_to_switch_off(ckpt) -> list[str]:
-    """The multiselect of sublayer connections (``?rs_off=``): their codes, e.g. ``["enc-1-ffn"]``."""
+    """The multiselect of sublayer connections (``?residual_stream_off=``): their codes, e.g. ``["enc-1-ffn"]``."""
     codes = all_connections(ckpt.model.config.n_layers)
 
     def label(code: str) -> str:
         stack, layer, sublayer = parse_connection(code)
-        return t("residual.off.option", stack=t(f"residual.stack.{stack}"), layer=layer + 1,
-                 sublayer=t(f"residual.long.{sublayer}"))
+        return t("residual_stream.off.option", stack=t(f"residual_stream.stack.{stack}"), layer=layer + 1,
+                 sublayer=t(f"residual_stream.long.{sublayer}"))
 
-    param = HeadSetParam("rs_off", default=[], choices=tuple(codes))
-    return st.multiselect(t("residual.off.label"), codes, format_func=label, key=bind(param, key="residual.off"),
-                          placeholder=t("residual.off.placeholder"), help=t("residual.off.help"))
+    param = HeadSetParam("residual_stream_off", default=[], choices=tuple(codes))
+    return st.multiselect(t("residual_stream.off.label"), codes, format_func=label, key=bind(param,
+                                                                                             key="residual_stream.off"),
+                          placeholder=t("residual_stream.off.placeholder"), help=t("residual_stream.off.help"))
 
 
 @fragment
 def switching_off(ckpt, source: str) -> None:
     """The answer with every residual connection on, next to the answer with the chosen ones off.
     A fragment: the choice redraws only this."""
-    st.markdown(t("residual.off.intro_pre" if ckpt.model.config.norm_first else "residual.off.intro_post",
+    st.markdown(t("residual_stream.off.intro_pre" if ckpt.model.config.norm_first else "residual_stream.off.intro_post",
                   norm=norm_name(ckpt)))
     off = connections_to_switch_off(ckpt)
     result = computed(switch_off, source, off_triples(off), model=ckpt)
     left, right = st.columns(2)
     with left, st.container(border=True):
-        st.markdown(f"**{t('residual.off.all_on')}**")
+        st.markdown(f"**{t('residual_stream.off.all_on')}**")
         st.code(result.answer_on or " ", language=None)
-        st.metric(t("residual.off.probability"), format_probability(result.p_on))
+        st.metric(t("residual_stream.off.probability"), format_probability(result.p_on))
     if not off:
-        right.info(t("residual.off.none"), icon=":material/touch_app:")
+        right.info(t("residual_stream.off.none"), icon=":material/touch_app:")
         return
     with right, st.container(border=True):
-        st.markdown(f"**{t('residual.off.some_off', count=len(off))}**")
+        st.markdown(f"**{t('residual_stream.off.some_off', count=len(off))}**")
         st.code(result.answer_off or " ", language=None)
         if not result.answer_off:
-            st.caption(t("residual.off.empty"))
-        st.metric(t("residual.off.probability_same"), format_probability(result.p_off),
+            st.caption(t("residual_stream.off.empty"))
+        st.metric(t("residual_stream.off.probability_same"), format_probability(result.p_off),
                   delta=format_probability(result.p_off - result.p_on, sign=True))
-        st.caption(t("residual.off.own", p=format_probability(result.p_own)))
+        st.caption(t("residual_stream.off.own", p=format_probability(result.p_own)))
     if result.answer_off == result.answer_on:
-        st.success(t("residual.off.same_answer"), icon=":material/check_circle:")
+        st.success(t("residual_stream.off.same_answer"), icon=":material/check_circle:")
     else:
-        st.warning(t("residual.off.changed_answer"), icon=":material/swap_horiz:")
-    names = (t("residual.off.all_on"), t("residual.off.some_off", count=len(off)))
+        st.warning(t("residual_stream.off.changed_answer"), icon=":material/swap_horiz:")
+    names = (t("residual_stream.off.all_on"), t("residual_stream.off.some_off", count=len(off)))
     plot(ablation_figure(result.tokens, result.per_token_on, result.per_token_off, names=names,
-                         x_title=t("residual.off.x_title"), y_title=t("residual.off.y_title"), hover="%{x}: %{y:.3f}"),
-         key="residual.off_chart", config=PLOT_CONFIG)
+                         x_title=t("residual_stream.off.x_title"), y_title=t("residual_stream.off.y_title"),
+                         hover="%{x}: %{y:.3f}"),
+         key="residual_stream.off_chart", config=PLOT_CONFIG)
 
 
 # ------------------------------------------------------------------ the page
@@ -145,25 +151,18 @@ def switching_off(ckpt, source: str) -> None:
 
 def explorer(ckpt) -> None:
     formula(ckpt)
-    source = sentence_input(ckpt, "residual.text", "rs_text")
+    source = sentence_input(ckpt, "residual_stream")
     if source is None:
         return
-    section = st.segmented_control(t("residual.section_label"), SECTIONS, required=True,
-                                   format_func=lambda s: t(f"residual.section.{s}"),
-                                   key=bind(SECTION, key="residual.section"))
+    section = st.segmented_control(t("residual_stream.section_label"), SECTIONS, required=True,
+                                   format_func=lambda s: t(f"residual_stream.section.{s}"),
+                                   key=bind(SECTION, key="residual_stream.section"))
     if section == "sizes":
         sizes(ckpt, source)
     else:
         switching_off(ckpt, source)
 
 
-st.title(t("residual.title"))
-st.markdown(t("residual.intro"))
-checkpoint = selected_model()
-if checkpoint is not None:
-    explorer(checkpoint)
-with st.container(border=True):
-    st.markdown(f"**{t('residual.try.heading')}**")
-    st.markdown(t("residual.try.body"))
-
-tour_links("residual")
+with page("residual_stream", try_this="bottom") as checkpoint:
+    if checkpoint is not None:
+        explorer(checkpoint)

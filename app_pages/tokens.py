@@ -2,19 +2,19 @@
 import streamlit as st
 
 from explain.embeddings import EmbeddingStages, embedding_stages, rms
-from explain.text import MAX_LINES, PreparedText, prepare_sentences
-from explain.tokens import SENTENCE_ROWS, SIDES, SentenceBatch, batch_of, fallback_tokenizer, sentence_frame, side_frames
+from explain.text import PreparedText
+from explain.tokens import (SENTENCE_ROWS, SIDES, SentenceBatch, batch_of, fallback_tokenizer, sentence_frame,
+                            side_frames)
 from figures.labels import display_token
 from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figures
 from ui.cache import computed
 from ui.i18n import t
-from ui.models import selected_model
-from ui.nav import tour_links
 from ui.page_errors import fragment
+from ui.scaffold import page
 from ui.url_state import ChoiceParam, bind, markdown_literal
-from ui.widgets import alphabet_note, batch_input, char_limit, plot, sentence_picker, show_notices
+from ui.widgets import batch_input, plot, sentence_picker
 
-SIDE = ChoiceParam("tok_side", default="source", choices=SIDES)
+SIDE = ChoiceParam("tokens_side", default="source", choices=SIDES)
 
 
 @fragment
@@ -88,38 +88,28 @@ def embedding_section(ckpt, ids: tuple[int, ...]) -> None:
     st.caption(t("tokens.embed.caption"))
 
 
-st.title(t("tokens.title"))
-st.markdown(t("tokens.intro"))
-st.latex(r"x_p \;=\; E[\,t_p\,]\cdot\sqrt{d_{model}} \;+\; PE(p), \qquad E \in \mathbb{R}^{V \times d_{model}}")
-with st.container(border=True):
-    st.markdown(t("tokens.try_this"))
+FORMULAS = (r"x_p \;=\; E[\,t_p\,]\cdot\sqrt{d_{model}} \;+\; PE(p), \qquad E \in \mathbb{R}^{V \times d_{model}}",)
 
-ckpt = selected_model()
-tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
-task_name = ckpt.task.get("name") if ckpt is not None else "copy"
-limit = char_limit(ckpt)
-if ckpt is None:
-    st.caption(t("tokens.no_model_tokens"))
+with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
+    tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
+    task_name = ckpt.task.get("name") if ckpt is not None else "copy"
+    if ckpt is None:
+        st.caption(t("tokens.no_model_tokens"))
 
-st.subheader(t("tokens.batch.heading"))
-raw = batch_input(t("tokens.batch.input", lines=MAX_LINES, chars=limit), t("tokens.batch.input_help"), "tokens",
-                  ckpt)
-alphabet_note(tokenizer)
-prepared = prepare_sentences(raw, tokenizer, max_chars=limit)
-show_notices(prepared)
+    st.subheader(t("tokens.batch.heading"))
+    prepared = batch_input(ckpt, "tokens")
 
-if prepared.sentences:
-    sentences = tuple(prepared.sentences)
-    batch = computed(batch_of, sentences, getattr(tokenizer, "alphabet", ""), task_name)  # a word model has none
-    batch_tables(batch)
-    st.caption(t("tokens.batch.legend"))
-    if any(target is None for target in batch.targets):
-        st.info(t("tokens.batch.no_target"), icon=":material/info:")
+    if prepared.sentences:
+        sentences = tuple(prepared.sentences)
+        batch = computed(batch_of, sentences, getattr(tokenizer, "alphabet", ""), task_name)  # a word model has none
+        batch_tables(batch)
+        st.caption(t("tokens.batch.legend"))
+        if any(target is None for target in batch.targets):
+            st.info(t("tokens.batch.no_target"), icon=":material/info:")
 
-    st.subheader(t("tokens.sentence.heading"))
-    index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}", text="{text}"),
-                            "tokens")
-    sentence_table(batch, prepared, index)
-    embedding_section(ckpt, tuple(batch.source[index].ids))
-
-tour_links("tokens")
+        st.subheader(t("tokens.sentence.heading"))
+        index = sentence_picker(t("tokens.sentence.pick"), sentences,
+                                t("tokens.sentence.option", n="{n}", text="{text}"),
+                                "tokens")
+        sentence_table(batch, prepared, index)
+        embedding_section(ckpt, tuple(batch.source[index].ids))

@@ -1,4 +1,4 @@
-"""The set of heads switched off on the attention page, as a URL value (``?att_off=enc-1-2,cross-2-1``)."""
+"""The set of heads switched off on the attention page, as a URL value (``?attention_off=enc-1-2,cross-2-1``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -41,21 +41,27 @@ MAP_CSS = """
 # language's drawing): (x, y) of its box, or of its text where it has no box -> (stop key, URL values,
 # the catalog key of the view's name, for the block's tooltip).
 BLOCK_VIEWS: dict[tuple[str, str], tuple[str, dict[str, str], str]] = {
-    ("230", "975"): ("tokens", {"tok_side": "source"}, "tokens.batch.side_source"),  # Inputs
-    ("140", "895"): ("tokens", {"tok_side": "source"}, "tokens.batch.side_source"),  # Input Embedding
-    ("470", "895"): ("tokens", {"tok_side": "decoder_in"}, "tokens.batch.side_decoder_in"),  # Output Embedding
-    ("140", "760"): ("attention", {"att_kind": "encoder"}, "attention.kind.encoder"),  # Multi-Head Self-Attention
-    ("470", "760"): ("attention", {"att_kind": "decoder"}, "attention.kind.decoder"),  # Masked Multi-Head ...
-    ("470", "620"): ("attention", {"att_kind": "cross"}, "attention.kind.cross"),  # Cross-Attention
-    ("140", "640"): ("ffn", {"ff_stack": "encoder"}, "ffn.stack.encoder"),  # encoder Feed Forward
-    ("470", "500"): ("ffn", {"ff_stack": "decoder"}, "ffn.stack.decoder"),  # decoder Feed Forward
-    ("140", "710"): ("layernorm", {"ln_at": "encoder.0.self_attn"}, "layernorm.token.sublayer_self_attn"),  # Add & Norm
-    ("140", "590"): ("layernorm", {"ln_at": "encoder.0.ffn"}, "layernorm.token.sublayer_ffn"),  # Add & Norm
-    ("470", "710"): ("layernorm", {"ln_at": "decoder.0.self_attn"}, "layernorm.token.sublayer_self_attn"),  # Add & Norm
-    ("470", "570"): ("layernorm", {"ln_at": "decoder.0.cross_attn"}, "layernorm.token.sublayer_cross_attn"),  # Add & Norm
-    ("470", "450"): ("layernorm", {"ln_at": "decoder.0.ffn"}, "layernorm.token.sublayer_ffn"),  # Add & Norm
-    ("470", "370"): ("output", {"out_view": "logits"}, "output.section.logits"),  # Linear
-    ("470", "310"): ("output", {"out_view": "logits"}, "output.section.logits"),  # Softmax
+    ("230", "975"): ("tokens", {"tokens_side": "source"}, "tokens.batch.side_source"),  # Inputs
+    ("140", "895"): ("tokens", {"tokens_side": "source"}, "tokens.batch.side_source"),  # Input Embedding
+    ("470", "895"): ("tokens", {"tokens_side": "decoder_in"}, "tokens.batch.side_decoder_in"),  # Output Embedding
+    ("140", "760"): ("attention", {"attention_kind": "encoder"}, "attention.kind.encoder"),  # Multi-Head Self-Attention
+    ("470", "760"): ("attention", {"attention_kind": "decoder"}, "attention.kind.decoder"),  # Masked Multi-Head ...
+    ("470", "620"): ("attention", {"attention_kind": "cross"}, "attention.kind.cross"),  # Cross-Attention
+    ("140", "640"):  # encoder Feed Forward
+        ("feed_forward", {"feed_forward_stack": "encoder"}, "feed_forward.stack.encoder"),
+    ("470", "500"):  # decoder Feed Forward
+        ("feed_forward", {"feed_forward_stack": "decoder"}, "feed_forward.stack.decoder"),
+    ("140", "710"):  # Add & Norm
+        ("layer_norm", {"layer_norm_at": "encoder.0.self_attn"}, "layer_norm.token.sublayer_self_attn"),
+    ("140", "590"): ("layer_norm", {"layer_norm_at": "encoder.0.ffn"}, "layer_norm.token.sublayer_ffn"),  # Add & Norm
+    ("470", "710"):  # Add & Norm
+        ("layer_norm", {"layer_norm_at": "decoder.0.self_attn"}, "layer_norm.token.sublayer_self_attn"),
+    ("470", "570"):  # Add & Norm
+        ("layer_norm", {"layer_norm_at": "decoder.0.cross_attn"}, "layer_norm.token.sublayer_cross_attn"),
+    ("470", "450"): ("layer_norm", {"layer_norm_at": "decoder.0.ffn"}, "layer_norm.token.sublayer_ffn"),  # Add & Norm
+    ("470", "370"): ("output_and_loss", {"output_and_loss_view": "logits"}, "output_and_loss.section.logits"),  # Linear
+    ("470", "310"):  # Softmax
+        ("output_and_loss", {"output_and_loss_view": "logits"}, "output_and_loss.section.logits"),
 }
 _BLOCK = re.compile(r'<a href="\./[^"]*" data-page="([^"]+)">(.*?)</a>', re.DOTALL)
 _TITLE = re.compile(r"<title>.*?</title>", re.DOTALL)

@@ -81,6 +81,8 @@ def translate(key: str, lang: str, /, **fmt: Any) -> str:
     """The text of ``key`` in ``lang``, formatted with ``fmt``; works outside a Streamlit run."""
     text = catalogs().get(lang, {}).get(key)
     if text is None:
+        text = catalogs().get(lang, {}).get(_current_namespace(key))
+    if text is None:
         if strict():
             raise MissingTranslation(f"No {lang!r} text for {key!r} in {CATALOG_DIR}.")
         _log.warning("missing translation %s:%s", lang, key)
@@ -92,6 +94,15 @@ def translate(key: str, lang: str, /, **fmt: Any) -> str:
             raise MissingTranslation(f"{lang}:{key} cannot be formatted with {sorted(fmt)}: {exc!r}") from exc
         _log.warning("bad format arguments for %s:%s: %r", lang, key, exc)
         return text
+
+
+def _current_namespace(key: str) -> str:
+    """``key`` under its page's namespace of today when it names an old one (``"ffn.title"`` is
+    ``"feed_forward.title"``: see :data:`ui.tour.OLD_KEYS`), for text keys written before a renaming."""
+    from ui.tour import OLD_KEYS
+
+    namespace, dot, rest = key.partition(".")
+    return f"{OLD_KEYS[namespace]}.{rest}" if dot and namespace in OLD_KEYS else key
 
 
 def lang_from_locale(locale: str | None) -> str | None:

@@ -23,16 +23,16 @@ import streamlit as st
 
 from ui.i18n import t
 from ui.sidebar import CARRIED_PARAMS
-from ui.tour import TOUR, Stop, neighbours, page, stop
+from ui.tour import TOUR, Stop, current_name, neighbours, st_page, stop
 from ui.url_state import current_query
 
 
 def link(s: Stop, label: str | None = None, *, icon: str | None = None, icon_position: str = "left",
          view: dict[str, str] | None = None) -> None:
     """An in-app link to stop ``s`` (its title and icon unless given) that keeps language and model;
-    ``view`` adds that page's URL values (e.g. ``{"out_view": "smoothing"}``) to open one of its views."""
+    ``view`` adds that page's URL values (e.g. ``{"output_and_loss_view": "smoothing"}``) to open one of its views."""
     st.page_link(
-        page(s),
+        st_page(s),
         label=label or s.title,
         icon=icon or s.icon,
         icon_position=icon_position,
@@ -42,7 +42,8 @@ def link(s: Stop, label: str | None = None, *, icon: str | None = None, icon_pos
 
 def smoothing_link() -> None:
     """Under a probability: why a right token tops out near 0.9, explained on the output page's label-smoothing view."""
-    link(stop("output"), t("common.smoothing_link"), icon=":material/functions:", view={"out_view": "smoothing"})
+    link(stop("output_and_loss"), t("common.smoothing_link"), icon=":material/functions:",
+         view={"output_and_loss_view": "smoothing"})
 
 
 def tour_links(current: str) -> None:
@@ -64,7 +65,7 @@ def tour_links(current: str) -> None:
 
 def switch_to(key: str, values: dict[str, str] | None = None) -> NoReturn:
     """Go to the stop ``key`` now (e.g. from a click on the diagram), keeping language and model, with
-    the page's own URL ``values`` (e.g. ``{"att_kind": "cross"}``) if given."""
+    the page's own URL ``values`` (e.g. ``{"attention_kind": "cross"}``) if given."""
     st.switch_page(stop(key).script, query_params={**current_query(*CARRIED_PARAMS), **(values or {})})
 
 
@@ -116,5 +117,5 @@ def linked_html(markup: str, *, key: str) -> None:
     clicked = getattr(result, "clicked", None)
     if isinstance(clicked, str):
         stop_key, _, query = clicked.partition("?")
-        if stop_key in {s.key for s in TOUR}:
+        if current_name(stop_key) in {s.key for s in TOUR}:
             switch_to(stop_key, {name: value for name, value in parse_qsl(query) if name not in CARRIED_PARAMS})

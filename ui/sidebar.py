@@ -14,7 +14,8 @@ picks a model or hides it.
 
 The model a visitor starts on follows the language (:func:`ui.models.default_model`: ``en-zh`` in
 English, ``zh-en`` in 中文). While the visitor is still on that default, switching the language
-switches the model too; a model the visitor picked, or one a link names, always stays.
+switches the model too; a model the visitor picked, or one a link names, always stays (the model is
+a value that follows a default: :func:`ui.url_state.bind` with ``follows``).
 """
 from __future__ import annotations
 
@@ -24,14 +25,12 @@ import streamlit as st
 
 from ui import models
 from ui.training import status as training_status
-from ui.i18n import LANG_STATE_KEY, LANGS, browser_lang, t
+from ui.i18n import LANG_STATE_KEY, LANGS, browser_lang, current_lang, t, translate
 from ui.tour import stop
-from ui.url_state import ChoiceParam, bind, markdown_literal
+from ui.url_state import ChoiceParam, bind, markdown_literal, pick
 
 CARRIED_PARAMS: tuple[str, ...] = ("lang", "model")
 ELSEWHERE_KEY = "_sidebar.model_elsewhere"  # the ?model= name this session does not have, while its notice shows
-DEFAULT_KEY = "_sidebar.model_default"  # the language's default model this session was last put on
-PICKED_KEY = "_sidebar.model_picked"  # True once the visitor or a link chose a model: the language no longer moves it
 
 
 def language_param() -> ChoiceParam:
@@ -46,20 +45,7 @@ def model_param(names: list[str], default: str | None = None) -> ChoiceParam:
 
 def mark_model_picked() -> None:
     """The visitor chose a model: from now on a language switch leaves it alone."""
-    st.session_state[PICKED_KEY] = True
-
-
-def _follow_language(names: list[str], default: str) -> None:
-    """Put the model on the language's ``default`` when the visitor is still on the previous language's
-    default; note a model that a link names (``?model=`` other than the one on screen) as chosen."""
-    state = st.session_state
-    asked, current = st.query_params.get("model"), state.get(models.MODEL_STATE_KEY)
-    if asked in names and asked != current:
-        mark_model_picked()
-    previous = state.get(DEFAULT_KEY)
-    if not state.get(PICKED_KEY) and previous is not None and current == previous and previous != default:
-        state[models.MODEL_STATE_KEY] = default
-    state[DEFAULT_KEY] = default
+    pick(models.MODEL_STATE_KEY)
 
 
 def bind_shared_state() -> None:
@@ -68,9 +54,8 @@ def bind_shared_state() -> None:
     names = models.available_models()
     _note_model_elsewhere(names)
     if names:
-        default = models.default_model(names, lang)
-        _follow_language(names, default)
-        bind(model_param(names, default), key=models.MODEL_STATE_KEY)
+        default = models.default_model(names, lang)  # the language's model, until one is picked or linked
+        bind(model_param(names, default), key=models.MODEL_STATE_KEY, follows=models.MODEL_STATE_KEY)
     elif (asked := st.query_params.get("model")) is not None:
         st.toast(
             t("common.model.url_unavailable", name=markdown_literal(asked)),
@@ -127,9 +112,9 @@ def device_label() -> tuple[str, str | None]:
         return "cpu", str(exc)
 
 
-def _model_label(name: str) -> str:
+def _model_label(name: str, lang: str) -> str:
     key = "common.model.label_session" if models.is_session_model(name) else "common.model.label_shipped"
-    return t(key, name=name)
+    return translate(key, lang, name=name)
 
 
 def render(page_url_path: str = "") -> None:
@@ -149,11 +134,14 @@ def render(page_url_path: str = "") -> None:
         )
         names = models.available_models()
         if names:
+            lang = current_lang()
             st.selectbox(
                 t("common.sidebar.model"),
                 names,
                 key=models.MODEL_STATE_KEY,
-                format_func=_model_label,
+                # The labels of this run's language, even when Streamlit formats an option outside the
+                # run (where t() would read the language of the process's latest run: another session's).
+                format_func=lambda name: _model_label(name, lang),
                 help=t("common.sidebar.model_help"),
                 on_change=_model_picked,
             )

@@ -7,8 +7,8 @@ A *param* says how one query-string value is named, parsed, checked and written 
     from ui.i18n import t
     from ui.url_state import IntParam, ChoiceParam, bind
 
-    HEADS = IntParam("heads", default=4, lo=1, hi=8)
-    LAYER = ChoiceParam("layer", default="enc", choices=("enc", "dec", "cross"))
+    HEADS = IntParam("attention_heads", default=4, lo=1, hi=8)
+    LAYER = ChoiceParam("attention_layer", default="enc", choices=("enc", "dec", "cross"))
 
     heads = st.slider(t("attention.heads"), 1, 8, key=bind(HEADS, key="attention.heads"))
     layer = st.radio(t("attention.layer"), LAYER.choices, key=bind(LAYER, key="attention.layer"),
@@ -19,8 +19,8 @@ Rules for page authors:
 * Call :func:`bind` right before the widget, every run, and give the widget ``key=`` what it
   returns. Do **not** pass ``value=`` / ``index=`` to that widget: its value comes from session
   state (Streamlit warns when both are given).
-* Query-string names are short and unique across the app (``lang`` and ``model`` belong to the
-  sidebar); session keys are unique too (prefix them with the page, as above).
+* Query-string names are unique across the app: ``<page key>_<name>`` (``lang``, ``model``,
+  ``batch`` and ``sent`` are shared by every page); session keys are ``<page key>.<name>``.
 * Changes to the widget reach the URL on the rerun the change causes; nothing else to do.
 
 What :func:`bind` does, once per run:
@@ -32,6 +32,17 @@ What :func:`bind` does, once per run:
 2. Puts that value in ``st.session_state[key]`` before the widget is created.
 3. Writes its text form back to ``st.query_params[name]``, so the address bar always shows the
    view.
+
+A value whose default moves (the model's example sentence, the task's answer, the most focused
+head, the language's model) is bound with ``bind(param, key=..., follows="<choice>")`` and
+``param.default`` set to the current default: it shows that default until the visitor picks a
+value (types, clicks, or :func:`pick` from a callback) or opens a link that names one. A text box
+also remembers a paste it cut to ``max_len`` (:func:`box_cut`). Everything :func:`bind` keeps lives in
+one record per session key; nothing else needs a "last value" or "previous default" key.
+
+A page's URL names are ``<page key>_<name>`` (``ui/tour.py``); a link shared before a page was
+renamed still works: :func:`bind` reads a value under its old name (``?ff_view=``) and writes it
+under the new one (``?feed_forward_view=``).
 
 A malformed or out-of-range value never raises: the widget keeps its value (the default on a
 fresh visit) and a toast in the current language says which value was ignored and what is
@@ -249,56 +260,139 @@ def notify_bad_value(param: Param[T], rejected: str, used: T) -> None:
 
 
 @dataclass
+class _Bound:
+    """What :func:`bind` keeps of one widget across runs."""
+
+    value: Any = None  # the value settled last (survives page switches, when Streamlit forgets the widget)
+    default: Any = None  # a moving default: the one it followed last run (``follows``)
+    cut: tuple[int, str] | None = None  # a paste longer than the box: (its length, the text kept)
+
+
+@dataclass
 class _Memo:
     """What :func:`bind` keeps in a session, under one session-state key (one lookup per call)."""
 
-    values: dict[str, Any] = field(default_factory=dict)  # {session key: last value}, survives page switches
+    bound: dict[str, _Bound] = field(default_factory=dict)  # {session key: its record}
     written: dict[str, str] = field(default_factory=dict)  # {query name: text this session last wrote}
+    picked: set[str] = field(default_factory=set)  # choices (``follows`` names) the visitor or a link made
 
 
 _MISSING = object()
 
 
-def bind(param: Param[T], *, key: str | None = None) -> str:
+def _memo() -> _Memo:
+    import streamlit as st
+
+    memo = st.session_state.get(_MEMO_KEY)
+    if not isinstance(memo, _Memo):
+        memo = st.session_state[_MEMO_KEY] = _Memo()
+    return memo
+
+
+def pick(*choices: str) -> None:
+    """The visitor made the choice(s) named ``choices`` (a click, a button): their moving defaults no
+    longer move them. Use as a widget's ``on_change=pick, args=(name,)``."""
+    _memo().picked.update(choices)
+
+
+def is_picked(choice: str) -> bool:
+    return choice in _memo().picked
+
+
+def bind(param: Param[T], *, key: str | None = None, follows: str | None = None) -> str:
     """Tie ``param`` to the session-state ``key`` of a widget; return the key to pass as ``key=``.
 
     See the module docstring for the precedence of URL, widget state, the page's last value and
     the default. Never raises on user input: a bad URL value is ignored (the widget keeps its
-    value, the default on a fresh visit) and a toast says so.
+    value, the default on a fresh visit) and a toast says so. Text longer than a
+    :class:`TextParam`'s ``max_len`` is cut to it (:func:`box_cut` then says by how much).
+
+    ``follows``: ``param.default`` moves (the model's example, the model's answer, the most focused
+    head, the language's model), and ``follows`` names the visitor's choice this value belongs to.
+    Until that choice is made the widget shows the current default; it is made by a value other
+    than the default the widget showed (typed or set by a callback), by :func:`pick`, or, for a
+    value other than text, by a link that names one. Typed text that equals the default follows it
+    again. A followed value other than text is written to the widget on every run, so the widget's
+    own state (e.g. a select box's label in the language it was drawn in) never decides it.
     """
     import streamlit as st
 
     key = key or f"url.{param.name}"
     state = st.session_state
-    memo = state.get(_MEMO_KEY)
-    if not isinstance(memo, _Memo):
-        memo = state[_MEMO_KEY] = _Memo()
+    memo = _memo()
+    record = memo.bound.setdefault(key, _Bound())
+    is_text = isinstance(param, TextParam)
     raw = st.query_params.get(param.name)
+    in_url = raw is not None
+    if raw is None:
+        raw = _read_old_name(param.name)
     current = state.get(key, _MISSING)
 
     url_is_new = raw is not None and raw != memo.written.get(param.name)
     from_url, rejected = read(param, {param.name: raw}) if url_is_new else (None, None)
-    if current is not _MISSING and isinstance(param, TextParam) and not param.accepts(current):
+    if current is not _MISSING and is_text and not param.accepts(current):
+        if isinstance(current, str) and len(current) > param.max_len:
+            record.cut = (len(current), param.clean(current))
         current = state[key] = param.clean(current)  # what the visitor typed, minus control characters
+    following = False
+    if follows is not None:
+        previous = current if current is not _MISSING else record.value
+        changed = (record.default is not None and param.accepts(previous) and previous != record.default)
+        if url_is_new and rejected is None and not is_text:
+            memo.picked.add(follows)  # a link named it
+        elif changed and not is_text:
+            memo.picked.add(follows)
+        following = follows not in memo.picked and not changed and not (url_is_new and rejected is None)
+        record.default = param.default
     if url_is_new and rejected is None:
         value = from_url
+    elif following:
+        value = param.default
     elif current is not _MISSING and param.accepts(current):
         value = current
-    elif key in memo.values and param.accepts(memo.values[key]):
-        value = memo.values[key]
+    elif record.value is not None and param.accepts(record.value):
+        value = record.value
     else:
         value = param.default
 
-    if current is _MISSING or current != value:
+    if current is _MISSING or current != value or (follows is not None and not is_text):
         state[key] = value
-    memo.values[key] = value
+    record.value = value
     text = param.format(value)
-    if raw != text:
+    if raw != text or not in_url:
         st.query_params[param.name] = text
     memo.written[param.name] = text
     if url_is_new and rejected is not None:
         notify_bad_value(param, rejected, value)
     return key
+
+
+def box_cut(key: str, text: str | None) -> int | None:
+    """The length of the paste that the text box ``key`` cut to its ``max_len``, while the box still
+    holds the cut text (None otherwise)."""
+    record = _memo().bound.get(key)
+    if record is None or record.cut is None:
+        return None
+    count, kept = record.cut
+    if kept != text:  # the visitor has changed the text since
+        record.cut = None
+        return None
+    return count
+
+
+def _read_old_name(name: str) -> str | None:
+    """The value a link shared before a page was renamed gives under an old name of ``name``
+    (``?ff_view=`` for ``feed_forward_view``, :data:`ui.tour.OLD_PREFIXES`); the old name leaves the URL."""
+    import streamlit as st
+
+    from ui.tour import old_names
+
+    for old in old_names(name):
+        raw = st.query_params.get(old)
+        if raw is not None:
+            del st.query_params[old]
+            return raw
+    return None
 
 
 def clamp_state(key: str, hi: int) -> None:

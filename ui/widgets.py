@@ -5,8 +5,8 @@ Every widget that defines a view is bound to the URL (:func:`ui.url_state.bind`)
 link opens the same view. Labels and help texts come from the catalogs of the calling page.
 
 The text boxes set no ``max_chars``: with one, the browser silently refuses a paste longer than
-the limit and keeps the old text. Instead a box takes any paste, :func:`text_box_key` cuts it to
-its ``TextParam.max_len`` (which also bounds the URL, whose value is the cut text) and
+the limit and keeps the old text. Instead a box takes any paste, :func:`ui.url_state.bind` cuts it
+to its ``TextParam.max_len`` (which also bounds the URL, whose value is the cut text) and
 :func:`show_box_cut` says how much was cut, until the text changes.
 """
 from __future__ import annotations
@@ -16,10 +16,11 @@ from typing import Any, Callable
 import streamlit as st
 
 from explain.tasks import FALLBACK_BATCH, task_batch_example, task_example
-from explain.text import MAX_CHARS, PreparedText, known_units, prepare_sentence, unit_of
+from explain.text import MAX_CHARS, MAX_LINES, PreparedText, known_units, prepare_sentence, prepare_sentences, unit_of
+from explain.tokens import fallback_tokenizer
 from figures.style import upright_axis_titles
 from ui.i18n import t
-from ui.url_state import IntParam, TextParam, bind, clamp_state, markdown_literal
+from ui.url_state import IntParam, TextParam, bind, box_cut, clamp_state, markdown_literal
 
 BATCH_PARAM = TextParam("batch", default=FALLBACK_BATCH, max_len=2000)  # the default: the batch box without a model
 BATCH_KEY = "batch.text"
@@ -47,86 +48,50 @@ def show_notices(prepared: PreparedText) -> None:
         st.warning(t(notice.key, **values), icon=":material/warning:")
 
 
-def _cut_key(key: str) -> str:
-    return f"_widgets.cut.{key}"
-
-
-def text_box_key(param: TextParam, key: str) -> str:
-    """``bind(param, key=key)`` for a text box with no browser-side limit: a paste longer than
-    ``param.max_len`` is cut to it by :func:`ui.url_state.bind`; its length is noted first, for
-    :func:`show_box_cut`."""
-    pasted = st.session_state.get(key)
-    if isinstance(pasted, str) and len(pasted) > param.max_len:
-        st.session_state[_cut_key(key)] = (len(pasted), param.clean(pasted))
-    return bind(param, key=key)
-
-
 def show_box_cut(key: str, text: str | None, limit: int) -> None:
     """A warning that the box ``key`` kept only the first ``limit`` characters of a paste, shown
-    while it still holds that cut text."""
-    cut = st.session_state.get(_cut_key(key))
-    if cut is None:
-        return
-    count, kept = cut
-    if kept != text:  # the visitor has changed the text since
-        del st.session_state[_cut_key(key)]
-        return
-    st.warning(t("common.link_and_paste.paste_cut", count=f"{count:,}", limit=f"{limit:,}"),
-               icon=":material/content_cut:")
+    while it still holds that cut text (:func:`ui.url_state.box_cut`)."""
+    count = box_cut(key, text)
+    if count is not None:
+        st.warning(t("common.link_and_paste.paste_cut", count=f"{count:,}", limit=f"{limit:,}"),
+                   icon=":material/content_cut:")
 
 
-def example_box_key(param: TextParam, key: str, example: str) -> str:
-    """:func:`text_box_key` for a box whose default is ``example`` (the model's): the box follows the
-    example when another model is picked, unless the visitor typed in it. Record the box's text with
-    ``st.session_state[f"{key}._last"] = text`` after drawing it."""
-    _follow_example(key, example)
-    return text_box_key(TextParam(param.name, default=example, max_len=param.max_len), key)
+def sentence_input(checkpoint: Any, page: str) -> str | None:
+    """The one-sentence box of the page ``page`` (its key) that runs the model: the model's example by
+    default (and again when another model is picked, until the visitor types), bound to
+    ``?<page>_text=`` (session key ``<page>.text``), cut to what the encoder reads (``max_len``
+    positions, at most ``MAX_CHARS``), with its notices shown. Returns the sentence, or None when
+    there is nothing to run.
 
-
-def _follow_example(text_key: str, example: str) -> None:
-    """If another model was picked and the box still holds the previous model's example, put the
-    new example in it. Text the visitor typed is never replaced."""
-    state = st.session_state
-    seen_key, last_key = f"{text_key}._example", f"{text_key}._last"
-    previous = state.get(seen_key)
-    if previous is not None and previous != example and state.get(last_key, previous) == previous:
-        state[text_key] = example
-    state[seen_key] = example
-
-
-def sentence_input(checkpoint: Any, text_key: str, url_name: str) -> str | None:
-    """The one-sentence box of a page that runs the model: the model's example by default (and
-    again when another model is picked), bound to ``?<url_name>=``, cut to what the model takes,
-    with its notices shown. Returns the sentence, or None when there is nothing to run.
-
-    Its label and help are ``<page>.input_label`` / ``<page>.input_help``, ``<page>`` being the
-    first part of ``text_key`` (e.g. ``"attention.text"``).
+    Its label and help are ``<page>.input_label`` / ``<page>.input_help``.
     """
-    page = text_key.split(".")[0]
+    key = f"{page}.text"
     example = task_example(checkpoint)
-    _follow_example(text_key, example)
-    param = TextParam(url_name, example, max_len=SENTENCE_BOX_CHARS)
-    text = st.text_input(t(f"{page}.input_label"), key=text_box_key(param, text_key),
+    param = TextParam(f"{page}_text", example, max_len=SENTENCE_BOX_CHARS)
+    text = st.text_input(t(f"{page}.input_label"), key=bind(param, key=key, follows=key),
                          help=t(f"{page}.input_help", example=example))
-    st.session_state[f"{text_key}._last"] = text
-    show_box_cut(text_key, text, param.max_len)
+    show_box_cut(key, text, param.max_len)
     alphabet_note(checkpoint.tokenizer)
-    prepared = prepare_sentence(text, checkpoint.tokenizer,
+    prepared = prepare_sentence(text, checkpoint.tokenizer,  # the encoder's positions (char_limit: the decoder's)
                                 max_chars=min(MAX_CHARS, checkpoint.model.config.max_len))
     show_notices(prepared)
     return prepared.sentences[0] if prepared.sentences else None
 
 
-def _shared_key(param, key: str, page: str) -> str:
-    """``bind(param, key=key)`` (:func:`text_box_key` for text) for a widget that two pages create under the same key.
+def _shared_key(param, key: str, page: str, follows: str | None = None) -> str:
+    """``bind(param, key=key)`` for a widget that two pages create under the same key.
 
     Streamlit gives each page's widget its own id, so on the first run after a switch the state
     left by the other page's widget would not reach this one (it would start empty). Assigning
     the value again in that run hands it over; later runs leave the widget alone.
     """
-    text_box_key(param, key) if isinstance(param, TextParam) else bind(param, key=key)
+    bind(param, key=key, follows=follows)
     owners = st.session_state.setdefault(_SHARED_OWNER_KEY, {})
-    if owners.get(key) != page:
+    if owners.get(key) != page or not isinstance(param, TextParam):
+        # A select box (the sentence picker) gets its value on every run too: its labels are written in
+        # the page's language, and after a language switch Streamlit would reset one whose browser
+        # state is a label of the other language to its first option.
         st.session_state[key] = st.session_state[key]
         owners[key] = page
     return key
@@ -158,19 +123,24 @@ def vocabulary_markdown(units: tuple[str, ...], unit: str) -> str:
                        for head, words in sorted(groups.items(), key=lambda item: (item[0] != "·", item[0])))
 
 
-def batch_input(label: str, help_text: str, page: str, checkpoint: Any = None) -> str:
-    """The batch's text box (``?batch=``), shared by the tokens and masks pages (``page``: which).
+def batch_input(checkpoint: Any, page: str) -> PreparedText:
+    """The batch's text box (``?batch=``), shared by the pages that show a batch (``page``: which),
+    with what the model can read and the notices about the text; returns the prepared sentences.
 
     Its default is a few example sentences of ``checkpoint``'s task (English ones for the character
-    models, Chinese ones for zh-en), and they follow the model as :func:`sentence_input`'s example does.
+    models, Chinese ones for zh-en; the fallback batch without a model), and they follow the model as
+    :func:`sentence_input`'s example does. Each line is cut to what the model takes (:func:`char_limit`).
     """
-    example = task_batch_example(checkpoint)  # without a model: the fallback batch
-    _follow_example(BATCH_KEY, example)
-    param = TextParam(BATCH_PARAM.name, default=example, max_len=BATCH_PARAM.max_len)
-    text = st.text_area(label, key=_shared_key(param, BATCH_KEY, page), height=120, help=help_text)
-    st.session_state[f"{BATCH_KEY}._last"] = text
+    tokenizer = checkpoint.tokenizer if checkpoint is not None else fallback_tokenizer()
+    limit = char_limit(checkpoint)
+    param = TextParam(BATCH_PARAM.name, default=task_batch_example(checkpoint), max_len=BATCH_PARAM.max_len)
+    text = st.text_area(t("tokens.batch.input", lines=MAX_LINES, chars=limit), height=120,
+                        key=_shared_key(param, BATCH_KEY, page, follows=BATCH_KEY), help=t("tokens.batch.input_help"))
     show_box_cut(BATCH_KEY, text, BATCH_PARAM.max_len)
-    return text
+    alphabet_note(tokenizer)
+    prepared = prepare_sentences(text, tokenizer, max_chars=limit)
+    show_notices(prepared)
+    return prepared
 
 
 def sentence_picker(label: str, sentences: tuple[str, ...], option: str, page: str) -> int:

@@ -22,7 +22,7 @@ checkpoint_dir, random_models = random_model_fixtures(
 
 
 def open_inside(app, **query: str) -> AppTest:
-    return open_script(app, "app_pages/attention.py", {"lang": "en", "att_view": "inside", **query})
+    return open_script(app, "app_pages/attention.py", {"lang": "en", "attention_view": "inside", **query})
 
 
 def heatmaps(figure: dict) -> list[np.ndarray]:
@@ -73,7 +73,7 @@ def test_another_head_moves_the_outline(app):
 
 def test_both_languages(app):
     for lang in ("en", "zh"):
-        at = open_script(app, "app_pages/attention.py", {"lang": lang, "att_view": "inside"})
+        at = open_script(app, "app_pages/attention.py", {"lang": lang, "attention_view": "inside"})
         headings = [m.value for m in at.markdown]
         assert f"**{translate('attention.head_output.heading', lang)}**" in headings
         caption = " ".join(c.value for c in at.caption)

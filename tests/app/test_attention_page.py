@@ -62,7 +62,7 @@ def metric_values(at: AppTest) -> list[float]:
 def test_page_shows_the_task_example_and_the_answer(app):
     at = open_attention(app)
     assert at.text_input(key="attention.text").value == get_task("copy").example
-    assert query(at, "att_text") == get_task("copy").example
+    assert query(at, "attention_text") == get_task("copy").example
     assert at.code, "the model's answer is shown"
     assert any("\\sqrt{d_k}" in latex.value for latex in at.latex)
 
@@ -90,7 +90,7 @@ def test_each_layer_and_head_zooms_into_its_own_map(app, layer, head):
     at = open_attention(app, att_kind="cross")
     clean(at.segmented_control(key="attention.layer").set_value(layer).run())
     clean(at.segmented_control(key="attention.head").set_value(head).run())
-    assert (query(at, "att_layer"), query(at, "att_head")) == (str(layer), str(head))
+    assert (query(at, "attention_layer"), query(at, "attention_head")) == (str(layer), str(head))
     grid = all_heatmaps(chart(at, "attention.grid"))
     zoom_figure = chart(at, "attention.zoom")
     zoom = all_heatmaps(zoom_figure)[0]
@@ -107,8 +107,8 @@ def test_a_link_opens_the_same_view(app):
     assert head_panels(chart(at, "attention.head_view")) == ["Head 2"]
 
 
-@pytest.mark.parametrize(("name", "bad"), [("att_layer", "9"), ("att_head", "0"), ("att_kind", "self"),
-                                           ("att_view", "<b>x</b>")])
+@pytest.mark.parametrize(("name", "bad"), [("attention_layer", "9"), ("attention_head", "0"), ("attention_kind", "self"),
+                                           ("attention_view", "<b>x</b>")])
 def test_bad_link_values_fall_back_with_a_notice(app, name, bad):
     at = open_attention(app, **{name: bad})
     assert len(at.toast) == 1
@@ -125,7 +125,7 @@ def test_head_view_draws_one_colour_per_head(app):
     bold = [a["text"] for a in figure["layout"]["annotations"] if a["text"].startswith("<b>Head")]
     assert bold == [f"<b>Head {chosen}</b>"]
     clean(at.toggle(key="attention.all_heads").set_value(False).run())
-    assert query(at, "att_all") == "false"
+    assert query(at, "attention_all") == "false"
     assert head_panels(chart(at, "attention.head_view")) == [f"Head {chosen}"]
 
 
@@ -136,7 +136,7 @@ def test_the_page_opens_on_the_most_focused_head(app, checkpoint_dir, kind):
     layer, head = expected_focus(checkpoint_dir, "copy", kind)
     assert (at.segmented_control(key="attention.layer").value, at.segmented_control(key="attention.head").value) \
         == (layer, head)
-    assert (query(at, "att_layer"), query(at, "att_head")) == (str(layer), str(head))
+    assert (query(at, "attention_layer"), query(at, "attention_head")) == (str(layer), str(head))
 
 
 def test_a_link_or_a_click_on_a_head_wins_over_the_focused_one(app, checkpoint_dir):
@@ -163,7 +163,7 @@ def test_inside_one_head_scores_are_scaled_by_the_square_root_of_d_k(app):
     weights_on = all_heatmaps(chart(at, "attention.weights"))[0]
     entropy_on = metric_values(at)[0]
     clean(at.toggle(key="attention.scale").set_value(False).run())
-    assert query(at, "att_scale") == "false"
+    assert query(at, "attention_scale") == "false"
     raw = all_heatmaps(chart(at, "attention.scores"))[0]
     weights_off = all_heatmaps(chart(at, "attention.weights"))[0]
     entropy_off = metric_values(at)[0]
@@ -215,7 +215,7 @@ def test_switching_heads_off_changes_the_answers_probability(app):
     assert translate("attention.ablation.smoothing_note", "en") in [c.value for c in at.caption]
     before = metric_values(at)[0]
     clean(at.multiselect(key="attention.ablate").set_value(["cross-1-1", "cross-2-1", "cross-2-2"]).run())
-    assert query(at, "att_off") == "cross-1-1,cross-2-1,cross-2-2"
+    assert query(at, "attention_off") == "cross-1-1,cross-2-1,cross-2-2"
     base, same = metric_values(at)
     assert base == pytest.approx(before, rel=1e-3)
     assert not math.isclose(same, before, rel_tol=1e-2), "switching heads off must change the probability"
@@ -235,7 +235,7 @@ def test_ablation_from_a_link(app):
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("section", SECTIONS)
 def test_every_section_in_both_languages(app, lang, section):
-    at = app(query={"lang": lang, "att_view": section})
+    at = app(query={"lang": lang, "attention_view": section})
     clean(at.switch_page("app_pages/attention.py").run())
     assert at.title[0].value == translate("attention.title", lang)
     assert at.segmented_control(key="attention.section").value == section

@@ -36,7 +36,7 @@ def open_cost(app, lang: str = "en", **query_values: str) -> AppTest:
 
 
 def measure(at: AppTest) -> AppTest:
-    return clean(at.button(key="cost.measure").click().run())
+    return clean(at.button(key="attention_cost.measure").click().run())
 
 
 def lines(figure: dict) -> list[dict]:
@@ -47,17 +47,17 @@ def lines(figure: dict) -> list[dict]:
 def test_the_page_opens_on_the_table_and_measures_nothing(app, lang):
     at = open_cost(app, lang)
     table = at.table[0].value
-    assert table.index.name == translate("cost.table.col_layer", lang)
-    assert list(table.columns) == [translate(f"cost.table.col_{c}", lang) for c in ("complexity", "sequential", "path")]
+    assert table.index.name == translate("attention_cost.table.col_layer", lang)
+    assert list(table.columns) == [translate(f"attention_cost.table.col_{c}", lang) for c in ("complexity", "sequential", "path")]
     rows = table.to_dict("index")
     operations, sequential, path = table.columns
-    self_attention = rows[translate("cost.table.row_self_attention", lang)]
-    recurrent = rows[translate("cost.table.row_recurrent", lang)]
-    convolution = rows[translate("cost.table.row_convolution", lang)]
+    self_attention = rows[translate("attention_cost.table.row_self_attention", lang)]
+    recurrent = rows[translate("attention_cost.table.row_recurrent", lang)]
+    convolution = rows[translate("attention_cost.table.row_convolution", lang)]
     assert (self_attention[operations], self_attention[sequential], self_attention[path]) == ("O(n²·d)", "O(1)", "O(1)")
     assert (recurrent[operations], recurrent[sequential], recurrent[path]) == ("O(n·d²)", "O(n)", "O(n)")
     assert (convolution[operations], convolution[path]) == ("O(k·n·d²)", "O(logₖ n)")
-    assert at.button(key="cost.measure").label == translate("cost.measure.button", lang)
+    assert at.button(key="attention_cost.measure").label == translate("attention_cost.measure.button", lang)
     assert not at.get("plotly_chart") and not at.metric
     assert cost.cached_cost(models.get_model("copy").model.config, "cpu") is None
 
@@ -65,7 +65,7 @@ def test_the_page_opens_on_the_table_and_measures_nothing(app, lang):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_button_measures_every_length_on_both_paths(app, lang):
     at = measure(open_cost(app, lang))
-    figure = chart(at, "cost.chart")
+    figure = chart(at, "attention_cost.chart")
     drawn = lines(figure)
     time_lines = [trace for trace in drawn if trace.get("yaxis", "y") == "y" and trace["mode"] == "lines+markers"]
     assert len(time_lines) == 2
@@ -77,31 +77,31 @@ def test_the_button_measures_every_length_on_both_paths(app, lang):
     assert np.allclose(values(memory[0]["y"]) * 2 ** 20, [2 * 1 * 2 * n * n * 4 for n in LENGTHS])
     assert len(at.metric) == 2
     assert figure["layout"]["xaxis"]["type"] == "log"
-    assert translate("cost.result.memory_note_maps", lang) in [c.value for c in at.caption]
+    assert translate("attention_cost.result.memory_note_maps", lang) in [c.value for c in at.caption]
 
 
 def test_the_axes_switch_is_in_the_url(app):
     at = measure(open_cost(app))
-    clean(at.toggle(key="cost.log").set_value(False).run())
-    assert query(at, "cst_log") == "false"
-    assert chart(at, "cost.chart")["layout"]["xaxis"]["type"] == "linear"
-    assert chart(at, "cost.chart")["layout"]["yaxis"]["type"] == "linear"
+    clean(at.toggle(key="attention_cost.log").set_value(False).run())
+    assert query(at, "attention_cost_log") == "false"
+    assert chart(at, "attention_cost.chart")["layout"]["xaxis"]["type"] == "linear"
+    assert chart(at, "attention_cost.chart")["layout"]["yaxis"]["type"] == "linear"
 
 
 def test_the_result_is_kept_for_the_next_visitor_and_a_link_sets_the_axes(app):
     measure(open_cost(app))
     later = open_cost(app, cst_log="false")
     assert not later.button  # nothing to press: the result is already there
-    assert translate("cost.measure.kept", "en") in [c.value for c in later.caption]
-    assert later.toggle(key="cost.log").value is False
-    assert chart(later, "cost.chart")["layout"]["xaxis"]["type"] == "linear"
+    assert translate("attention_cost.measure.kept", "en") in [c.value for c in later.caption]
+    assert later.toggle(key="attention_cost.log").value is False
+    assert chart(later, "attention_cost.chart")["layout"]["xaxis"]["type"] == "linear"
 
 
 def test_a_bad_link_value_falls_back_with_a_notice(app):
     measure(open_cost(app))
     at = open_cost(app, cst_log="sideways")
     assert len(at.toast) == 1
-    assert at.toggle(key="cost.log").value is True
+    assert at.toggle(key="attention_cost.log").value is True
 
 
 def test_a_visitor_who_presses_during_someone_elses_measurement_waits_and_is_told(app):
@@ -118,8 +118,8 @@ def test_a_visitor_who_presses_during_someone_elses_measurement_waits_and_is_tol
     assert held.wait(10)
     at = measure(at)
     other.join(10)
-    assert translate("cost.measure.busy", "en") in [i.value for i in at.info]
-    assert chart(at, "cost.chart")
+    assert translate("attention_cost.measure.busy", "en") in [i.value for i in at.info]
+    assert chart(at, "attention_cost.chart")
 
 
 def test_no_model_gives_a_notice_not_a_traceback(app, monkeypatch, tmp_path):

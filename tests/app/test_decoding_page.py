@@ -54,8 +54,8 @@ def move_step(at: AppTest, value: int) -> AppTest:
 
 
 def url_step(at: AppTest) -> str | None:
-    """The step in the URL (``?dec_step=``), None when the URL has none."""
-    return query(at, "dec_step") if "dec_step" in at.query_params else None
+    """The step in the URL (``?decoding_step=``), None when the URL has none."""
+    return query(at, "decoding_step") if "decoding_step" in at.query_params else None
 
 
 def status(at: AppTest) -> str:
@@ -117,9 +117,9 @@ def test_step_in_a_link_and_a_step_too_far(app):
 
 
 def test_a_repeated_step_in_a_link_counts_once(app):
-    """``?dec_step=2&dec_step=3``: the last value counts, as for every value bound to the URL."""
+    """``?decoding_step=2&decoding_step=3``: the last value counts, as for every value bound to the URL."""
     at = open_decoding(app, dec_step=["2", "3"])
-    assert step(at) == 3 and at.query_params["dec_step"][-1] == "3"
+    assert step(at) == 3 and at.query_params["decoding_step"][-1] == "3"
     assert not at.toast
 
 
@@ -177,7 +177,7 @@ def test_moving_the_step_slider_does_not_decode_again(app, monkeypatch):
 def test_beam_of_one_is_greedy(app):
     at = open_decoding(app, dec_view="compare")
     clean(at.slider(key="decoding.beam").set_value(1).run())
-    assert query(at, "dec_beam") == "1"
+    assert query(at, "decoding_beam") == "1"
     greedy, beam, _ = outputs(at)[:3]
     assert beam == greedy
     scores = [float(m.value) for m in at.metric]
@@ -203,9 +203,9 @@ def test_sampling_is_repeatable_and_temperature_zero_is_greedy(app):
     greedy, _, sample = outputs(at)[:3]
     assert sample == greedy
     clean(at.select_slider(key="decoding.top_k").set_value("3").run())
-    assert query(at, "dec_topk") == "3"
+    assert query(at, "decoding_topk") == "3"
     clean(at.number_input(key="decoding.seed").set_value(11).run())
-    assert query(at, "dec_seed") == "11"
+    assert query(at, "decoding_seed") == "11"
 
 
 # ------------------------------------------------------------------ teacher forcing
@@ -231,7 +231,7 @@ def test_a_target_can_be_typed_when_the_task_has_none(app):
     clean(at.text_input(key="decoding.text").set_value("31 feb 2026").run())
     assert not at.dataframe and at.info, "no correct date exists: the page asks for a target"
     clean(at.text_input(key="decoding.target").set_value("2026-03-03").run())
-    assert query(at, "dec_target") == "2026-03-03"
+    assert query(at, "decoding_target") == "2026-03-03"
     assert len(at.dataframe[0].value) == len("2026-03-03") + 1
 
 
@@ -297,7 +297,7 @@ def test_the_label_smoothing_note_links_to_the_output_page(app, lang):
     links = [e.proto for e in at.get("page_link")]
     smoothing = [l for l in links if l.label == translate("common.smoothing_link", lang)]
     assert smoothing, [l.label for l in links]
-    assert "output-and-loss" in smoothing[0].page and "out_view=smoothing" in smoothing[0].query_string
+    assert "output-and-loss" in smoothing[0].page and "output_and_loss_view=smoothing" in smoothing[0].query_string
 
 
 # ------------------------------------------------------------------ what the key/value cache saves

@@ -77,8 +77,8 @@ def test_a_page_that_takes_text_lists_the_characters_the_model_knows(app, key, l
     assert note in [c.value for c in at.caption], key
 
 
-@pytest.mark.parametrize("key, query", [("tokens", {}), ("masks", {"mask_view": "effect"}), ("positional", {}),
-                                        ("attention", {"att_view": "inside"}), ("decoding", {})])
+@pytest.mark.parametrize("key, query", [("tokens", {}), ("masks", {"masks_view": "effect"}), ("positional_encoding", {}),
+                                        ("attention", {"attention_view": "inside"}), ("decoding", {})])
 def test_chinese_vertical_axis_titles_read_across(app, key, query):
     """Plotly turns a y-axis title on its side, which lays Chinese characters down: in 中文 every such
     title is written across, above its axis, instead."""

@@ -57,17 +57,17 @@ def diverged() -> Checkpoint:
 CHECKPOINTS = {"at-the-limit": at_the_limit, "diverged": diverged}
 
 VIEWS = [  # (page, URL query): every section of every page, and every decoding strategy
-    ("home", {}), ("tokens", {}), ("tokens", {"tok_side": "target"}), ("positional", {}),
-    ("positional", {"pe_on": "true"}), ("training", {}),
-    *[("masks", {"mask_view": view}) for view in ("matrices", "printout", "effect", "row")],
-    *[("attention", {"att_view": view}) for view in ("overview", "heads", "inside", "stats", "ablation")],
-    ("attention", {"att_view": "overview", "att_scale": "false", "att_kind": "cross"}),
-    *[("decoding", {"dec_view": view, "dec_strategy": strategy}) for view in ("steps", "compare", "forcing")
+    ("home", {}), ("tokens", {}), ("tokens", {"tokens_side": "target"}), ("positional_encoding", {}),
+    ("positional_encoding", {"positional_encoding_on": "true"}), ("training", {}),
+    *[("masks", {"masks_view": view}) for view in ("matrices", "printout", "effect", "row")],
+    *[("attention", {"attention_view": view}) for view in ("overview", "heads", "inside", "stats", "ablation")],
+    ("attention", {"attention_view": "overview", "attention_scale": "false", "attention_kind": "cross"}),
+    *[("decoding", {"decoding_view": view, "decoding_strategy": strategy}) for view in ("steps", "compare", "forcing")
       for strategy in ("greedy", "beam", "sample")],
-    ("decoding", {"dec_strategy": "sample", "dec_temp": "0.1", "dec_topk": "2"}),
-    ("decoding", {"dec_strategy": "sample", "dec_temp": "2.0", "dec_topk": "all", "dec_seed": "7"}),
-    ("decoding", {"dec_strategy": "sample", "dec_temp": "0.0"}),
-    ("decoding", {"dec_strategy": "beam", "dec_beam": "8"}),
+    ("decoding", {"decoding_strategy": "sample", "decoding_temp": "0.1", "decoding_topk": "2"}),
+    ("decoding", {"decoding_strategy": "sample", "decoding_temp": "2.0", "decoding_topk": "all", "decoding_seed": "7"}),
+    ("decoding", {"decoding_strategy": "sample", "decoding_temp": "0.0"}),
+    ("decoding", {"decoding_strategy": "beam", "decoding_beam": "8"}),
 ]
 
 

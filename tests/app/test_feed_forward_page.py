@@ -45,10 +45,10 @@ def expected_view(checkpoint_dir, stack: str, layer: int, source: str = EXAMPLE)
 
 def test_default_view_shows_the_formula_and_the_first_encoder_layer(app, checkpoint_dir):
     at = open_ffn(app)
-    assert at.text_input(key="ffn.text").value == EXAMPLE
-    assert query(at, "ff_text") == EXAMPLE
+    assert at.text_input(key="feed_forward.text").value == EXAMPLE
+    assert query(at, "feed_forward_text") == EXAMPLE
     assert any(r"\max(0" in latex.value for latex in at.latex)
-    pre, post = heatmaps(chart(at, "ffn.activations"))
+    pre, post = heatmaps(chart(at, "feed_forward.activations"))
     want = expected_view(checkpoint_dir, "encoder", 0)
     assert pre.shape == (len(EXAMPLE), D_FF)
     np.testing.assert_allclose(pre, want.pre, atol=1e-5)
@@ -57,15 +57,15 @@ def test_default_view_shows_the_formula_and_the_first_encoder_layer(app, checkpo
 
 def test_share_of_zeros_per_token_is_what_the_relu_left(app):
     at = open_ffn(app)
-    _, post = heatmaps(chart(at, "ffn.activations"))
-    bars = chart(at, "ffn.zeros")["data"][0]
+    _, post = heatmaps(chart(at, "feed_forward.activations"))
+    bars = chart(at, "feed_forward.zeros")["data"][0]
     np.testing.assert_allclose(values(bars["x"]), (post == 0).mean(axis=1), atol=1e-4)
     assert "%" in at.metric[0].value
 
 
 def test_output_chart_is_the_ffn_output(app, checkpoint_dir):
     at = open_ffn(app, ff_stack="decoder", ff_layer="2")
-    output = heatmaps(chart(at, "ffn.output"))[0]
+    output = heatmaps(chart(at, "feed_forward.output"))[0]
     want = expected_view(checkpoint_dir, "decoder", 1)
     assert output.shape == (len(EXAMPLE) + 1, D_MODEL)  # <bos> + the task's answer
     np.testing.assert_allclose(output, want.output, atol=1e-5)
@@ -74,28 +74,28 @@ def test_output_chart_is_the_ffn_output(app, checkpoint_dir):
 
 def test_a_link_opens_the_same_view(app):
     at = open_ffn(app, ff_stack="decoder", ff_layer="2", ff_text="abc")
-    assert at.segmented_control(key="ffn.stack").value == "decoder"
-    assert at.segmented_control(key="ffn.layer").value == 2
-    pre, _ = heatmaps(chart(at, "ffn.activations"))
+    assert at.segmented_control(key="feed_forward.stack").value == "decoder"
+    assert at.segmented_control(key="feed_forward.layer").value == 2
+    pre, _ = heatmaps(chart(at, "feed_forward.activations"))
     assert pre.shape[0] == 4  # <bos> a b c
 
 
 def test_each_stack_and_layer_control_redraws(app, checkpoint_dir):
     at = open_ffn(app)
-    first = heatmaps(chart(at, "ffn.activations"))[0]
-    clean(at.segmented_control(key="ffn.layer").set_value(2).run())
-    assert query(at, "ff_layer") == "2"
-    second = heatmaps(chart(at, "ffn.activations"))[0]
+    first = heatmaps(chart(at, "feed_forward.activations"))[0]
+    clean(at.segmented_control(key="feed_forward.layer").set_value(2).run())
+    assert query(at, "feed_forward_layer") == "2"
+    second = heatmaps(chart(at, "feed_forward.activations"))[0]
     np.testing.assert_allclose(second, expected_view(checkpoint_dir, "encoder", 1).pre, atol=1e-5)
     assert not np.allclose(first, second)
-    clean(at.segmented_control(key="ffn.stack").set_value("decoder").run())
-    assert query(at, "ff_stack") == "decoder"
+    clean(at.segmented_control(key="feed_forward.stack").set_value("decoder").run())
+    assert query(at, "feed_forward_stack") == "decoder"
 
 
-@pytest.mark.parametrize("name, bad", [("ff_layer", "9"), ("ff_stack", "middle"), ("ff_view", "nope"),
-                                       ("ff_from", "-3")])
+@pytest.mark.parametrize("name, bad", [("feed_forward_layer", "9"), ("feed_forward_stack", "middle"), ("feed_forward_view", "nope"),
+                                       ("feed_forward_from", "-3")])
 def test_bad_link_values_fall_back_with_a_notice(app, name, bad):
-    at = open_ffn(app, ff_view="position", **{name: bad}) if name != "ff_view" else open_ffn(app, **{name: bad})
+    at = open_ffn(app, ff_view="position", **{name: bad}) if name != "feed_forward_view" else open_ffn(app, **{name: bad})
     assert len(at.toast) == 1
     assert at.get("plotly_chart")
 
@@ -108,22 +108,22 @@ def test_position_wise_copy_changes_only_that_position_in_the_ffn(app):
     twin, ffn_others, attention_others = (float(m.value) for m in at.metric)
     assert twin == 0.0 and ffn_others == 0.0
     assert attention_others > 0.0
-    ffn_bars, attention_bars = (values(bar["y"]) for bar in chart(at, "ffn.position_chart")["data"])
+    ffn_bars, attention_bars = (values(bar["y"]) for bar in chart(at, "feed_forward.position_chart")["data"])
     assert ffn_bars[3] > 0 and np.count_nonzero(ffn_bars) == 1
     assert np.count_nonzero(attention_bars) > 1  # attention carries the change to other tokens
 
 
 def test_position_pickers_are_bound_to_the_url(app):
     at = open_ffn(app, ff_view="position")
-    clean(at.selectbox(key="ffn.copy_to").set_value(5).run())
-    assert query(at, "ff_to") == "5"
-    ffn_bars = values(chart(at, "ffn.position_chart")["data"][0]["y"])
+    clean(at.selectbox(key="feed_forward.copy_to").set_value(5).run())
+    assert query(at, "feed_forward_to") == "5"
+    ffn_bars = values(chart(at, "feed_forward.position_chart")["data"][0]["y"])
     assert np.flatnonzero(ffn_bars).tolist() == [5]
 
 
 def test_decoder_attention_change_stops_before_the_copied_position(app):
     at = open_ffn(app, ff_view="position", ff_stack="decoder", ff_from="1", ff_to="4")
-    attention_bars = values(chart(at, "ffn.position_chart")["data"][1]["y"])
+    attention_bars = values(chart(at, "feed_forward.position_chart")["data"][1]["y"])
     assert np.all(attention_bars[:4] == 0) and np.all(attention_bars[4:] > 0)  # the look-ahead mask
 
 
@@ -134,10 +134,10 @@ def test_parameters_of_this_model_and_the_paper(app):
     at = open_ffn(app, ff_view="params")
     table = at.dataframe[0].value
     assert len(table) == 4
-    ffn_column = table[translate("ffn.params.col_ffn", "en")].tolist()
+    ffn_column = table[translate("feed_forward.params.col_ffn", "en")].tolist()
     assert ffn_column == [2 * D_MODEL * D_FF + D_FF + D_MODEL] * 2 + [2_099_712] * 2
     assert any("2{,}099{,}712" in latex.value and "1{,}050{,}624" in latex.value for latex in at.latex)
-    assert chart(at, "ffn.params_chart")["data"]
+    assert chart(at, "feed_forward.params_chart")["data"]
 
 
 # ------------------------------------------------------------------ both languages, other models
@@ -147,13 +147,13 @@ def test_parameters_of_this_model_and_the_paper(app):
 @pytest.mark.parametrize("section", ["inside", "position", "params"])
 def test_every_section_in_both_languages(app, lang, section):
     at = open_ffn(app, lang, ff_view=section)
-    assert at.title[0].value == translate("ffn.title", lang)
+    assert at.title[0].value == translate("feed_forward.title", lang)
     assert at.get("plotly_chart")
 
 
 def test_the_dates_model_works_too(app):
     at = open_ffn(app, model="dates")
-    assert at.text_input(key="ffn.text").value == get_task("dates").example
+    assert at.text_input(key="feed_forward.text").value == get_task("dates").example
 
 
 def variant_checkpoint(path, **switches) -> None:
@@ -175,12 +175,12 @@ def test_a_swiglu_model_shows_its_gate(app, tmp_path, monkeypatch):
     at = open_ffn(app)
     assert any("SwiGLU" in info.value for info in at.info)
     assert any("SiLU" in latex.value for latex in at.latex)
-    figure = chart(at, "ffn.activations")
+    figure = chart(at, "feed_forward.activations")
     assert "SiLU" in " ".join(a["text"] for a in figure["layout"]["annotations"])
     pre, post = heatmaps(figure)
     assert pre.shape[1] == 32  # swiglu_hidden(48)
     np.testing.assert_allclose(post, pre / (1 + np.exp(-pre)), atol=1e-4)  # SiLU(z) = z·sigmoid(z)
-    clean(at.segmented_control(key="ffn.section").set_value("params").run())
+    clean(at.segmented_control(key="feed_forward.section").set_value("params").run())
     assert any("SwiGLU" in c.value for c in at.caption)
 
 

@@ -109,8 +109,8 @@ def rule_of(spec: Rule, at: AppTest) -> Param:
 MODEL = ChoiceParam("model", "copy", choices=("copy", "dates"))  # the sidebar's, with this module's models
 SENT = IntParam("sent", 0, lo=0, hi=2)  # the default batch has three sentences
 LAYER_HEAD = {name: IntParam(name, 1, lo=1, hi=hi) for name, hi in
-              (("att_layer", N_LAYERS), ("att_head", N_HEADS), ("dec_layer", N_LAYERS), ("dec_head", N_HEADS))}
-ATT_KIND = ChoiceParam("att_kind", "encoder", choices=xa.KINDS)
+              (("attention_layer", N_LAYERS), ("attention_head", N_HEADS), ("decoding_layer", N_LAYERS), ("decoding_head", N_HEADS))}
+ATT_KIND = ChoiceParam("attention_kind", "encoder", choices=xa.KINDS)
 
 
 @dataclass(frozen=True)
@@ -129,55 +129,55 @@ def picked_index(name: str, kind: str, key: str) -> Live:
     return Live(name, lambda at: IntParam(name, 0, lo=0, hi=len(getattr(at, kind)(key=key).options) - 1))
 
 
-STACK_LAYER = (ChoiceParam("ff_stack", "encoder", choices=rv.STACKS), IntParam("ff_layer", 1, lo=1, hi=N_LAYERS))
+STACK_LAYER = (ChoiceParam("feed_forward_stack", "encoder", choices=rv.STACKS), IntParam("feed_forward_layer", 1, lo=1, hi=N_LAYERS))
 BLEU_SAMPLES = (IntParam("bleu_n", 50, lo=10, hi=200, step=10), IntParam("bleu_seed", 0, lo=0, hi=9999),
                 ChoiceParam("bleu_noise", "none", choices=bv.NOISES))
 BLEU_ORDER = IntParam("bleu_order", 1, lo=1, hi=bv.MAX_ORDER)
 NORM_SITES = lnv.norm_sites(N_LAYERS, norm_first=False)  # this module's models are post-norm
-COST_LOG = BoolParam("cst_log", True)  # read once a measurement is shown
+COST_LOG = BoolParam("attention_cost_log", True)  # read once a measurement is shown
 FEW_SAMPLES = {"bleu_n": "10"}  # one chunk of samples to decode: the lowest N the page offers
 
 SETTINGS = [
     Settings("home", "app_pages/home.py", (MODEL,)),
-    Settings("tokens", "app_pages/tokens.py", (MODEL, SENT, ChoiceParam("tok_side", "source", choices=tv.SIDES))),
+    Settings("tokens", "app_pages/tokens.py", (MODEL, SENT, ChoiceParam("tokens_side", "source", choices=tv.SIDES))),
     Settings("masks", "app_pages/masks.py", (
-        MODEL, SENT, BoolParam("mask_pad", True), BoolParam("mask_ahead", True),
-        ChoiceParam("mask_kind", "decoder", choices=em.SELF_ATTENTION_KINDS), IntParam("mask_layer", 0, lo=0, hi=N_LAYERS - 1),
-        IntParam("mask_head", 0, lo=0, hi=N_HEADS - 1),
-        Live("mask_query", lambda at: IntParam("mask_query", 0, lo=0,
+        MODEL, SENT, BoolParam("masks_pad", True), BoolParam("masks_ahead", True),
+        ChoiceParam("masks_kind", "decoder", choices=em.SELF_ATTENTION_KINDS), IntParam("masks_layer", 0, lo=0, hi=N_LAYERS - 1),
+        IntParam("masks_head", 0, lo=0, hi=N_HEADS - 1),
+        Live("masks_query", lambda at: IntParam("masks_query", 0, lo=0,
                                                hi=len(at.select_slider(key="masks.query").options) - 1)),
-    ), context={"mask_view": "row"}),  # the section that reads every one of them
+    ), context={"masks_view": "row"}),  # the section that reads every one of them
     Settings("masks_view", "app_pages/masks.py", (
-        MODEL, SENT, BoolParam("mask_pad", True), BoolParam("mask_ahead", True),
-        ChoiceParam("mask_view", "matrices", choices=("matrices", "printout", "effect", "row")),
+        MODEL, SENT, BoolParam("masks_pad", True), BoolParam("masks_ahead", True),
+        ChoiceParam("masks_view", "matrices", choices=("matrices", "printout", "effect", "row")),
     )),
-    Settings("positional", "app_pages/positional_encoding.py", (
-        MODEL, IntParam("pe_d", 64, lo=2, hi=256, step=2), IntParam("pe_len", 50, lo=2, hi=128),
-        ChoiceParam("pe_base", "10000", choices=pv.BASES), IntParam("pe_pair", 0, lo=0, hi=31),
-        BoolParam("pe_on", False), IntParam("pe_shuffle", 0, lo=0, hi=999),
+    Settings("positional_encoding", "app_pages/positional_encoding.py", (
+        MODEL, IntParam("positional_encoding_d", 64, lo=2, hi=256, step=2), IntParam("positional_encoding_len", 50, lo=2, hi=128),
+        ChoiceParam("positional_encoding_base", "10000", choices=pv.BASES), IntParam("positional_encoding_pair", 0, lo=0, hi=31),
+        BoolParam("positional_encoding_on", False), IntParam("positional_encoding_shuffle", 0, lo=0, hi=999),
     )),
     Settings("attention", "app_pages/attention.py", (
-        MODEL, ChoiceParam("att_view", "overview", choices=("overview", "heads", "inside", "stats", "ablation")),
-        ATT_KIND, LAYER_HEAD["att_layer"], LAYER_HEAD["att_head"],
+        MODEL, ChoiceParam("attention_view", "overview", choices=("overview", "heads", "inside", "stats", "ablation")),
+        ATT_KIND, LAYER_HEAD["attention_layer"], LAYER_HEAD["attention_head"],
     )),
     Settings("attention_heads", "app_pages/attention.py",
-             (BoolParam("att_all", True), ATT_KIND, LAYER_HEAD["att_layer"], LAYER_HEAD["att_head"]),
-             {"att_view": "heads"}),
+             (BoolParam("attention_all", True), ATT_KIND, LAYER_HEAD["attention_layer"], LAYER_HEAD["attention_head"]),
+             {"attention_view": "heads"}),
     Settings("attention_inside", "app_pages/attention.py",
-             (BoolParam("att_scale", True), ATT_KIND, LAYER_HEAD["att_layer"], LAYER_HEAD["att_head"]),
-             {"att_view": "inside"}),
+             (BoolParam("attention_scale", True), ATT_KIND, LAYER_HEAD["attention_layer"], LAYER_HEAD["attention_head"]),
+             {"attention_view": "inside"}),
     Settings("attention_ablation", "app_pages/attention.py",
-             (HeadSetParam("att_off", default=[], choices=tuple(xa.all_heads(N_LAYERS, N_HEADS))),),
-             {"att_view": "ablation"}),
+             (HeadSetParam("attention_off", default=[], choices=tuple(xa.all_heads(N_LAYERS, N_HEADS))),),
+             {"attention_view": "ablation"}),
     Settings("decoding", "app_pages/decoding.py", (
-        MODEL, ChoiceParam("dec_view", "steps", choices=("steps", "compare", "forcing")),
-        ChoiceParam("dec_strategy", "greedy", choices=dv.STRATEGIES), LAYER_HEAD["dec_layer"], LAYER_HEAD["dec_head"],
-        Live("dec_step", lambda at: IntParam("dec_step", 1, lo=1, hi=int(at.slider(key="decoding.step").max))),
+        MODEL, ChoiceParam("decoding_view", "steps", choices=("steps", "compare", "forcing")),
+        ChoiceParam("decoding_strategy", "greedy", choices=dv.STRATEGIES), LAYER_HEAD["decoding_layer"], LAYER_HEAD["decoding_head"],
+        Live("decoding_step", lambda at: IntParam("decoding_step", 1, lo=1, hi=int(at.slider(key="decoding.step").max))),
     )),
     Settings("decoding_compare", "app_pages/decoding.py", (
-        IntParam("dec_beam", 3, lo=1, hi=8), FloatParam("dec_temp", 1.0, lo=0.0, hi=2.0, step=0.1),
-        ChoiceParam("dec_topk", "all", choices=dv.TOP_K_CHOICES), IntParam("dec_seed", 0, lo=0, hi=9999),
-    ), {"dec_view": "compare"}),
+        IntParam("decoding_beam", 3, lo=1, hi=8), FloatParam("decoding_temp", 1.0, lo=0.0, hi=2.0, step=0.1),
+        ChoiceParam("decoding_topk", "all", choices=dv.TOP_K_CHOICES), IntParam("decoding_seed", 0, lo=0, hi=9999),
+    ), {"decoding_view": "compare"}),
     Settings("training", "app_pages/training.py", (
         MODEL, *(trs.PARAMS[name] for name in ("task", "preset", "batch_size", "warmup")), trs.COMPARE,
         *(trs.PARAMS[name] for name in ("factor", "label_smoothing", "seed", "max_steps", "use_padding_mask",
@@ -185,33 +185,33 @@ SETTINGS = [
     )),
     # The pages below define their params in the page file (a script, not importable): their choices come
     # from explain/ where it has them.
-    Settings("ffn", "app_pages/feed_forward.py", (
-        MODEL, ChoiceParam("ff_view", "inside", choices=("inside", "position", "params")), *STACK_LAYER,
+    Settings("feed_forward", "app_pages/feed_forward.py", (
+        MODEL, ChoiceParam("feed_forward_view", "inside", choices=("inside", "position", "params")), *STACK_LAYER,
     )),
     Settings("ffn_position", "app_pages/feed_forward.py", (
-        *STACK_LAYER, picked_index("ff_from", "selectbox", "ffn.copy_from"),
-        picked_index("ff_to", "selectbox", "ffn.copy_to"),
-    ), {"ff_view": "position"}),
-    Settings("residual", "app_pages/residual_stream.py", (
-        MODEL, ChoiceParam("rs_view", "sizes", choices=("sizes", "off")),
-        ChoiceParam("rs_stack", "encoder", choices=rv.STACKS), picked_index("rs_tok", "selectbox", "residual.token"),
+        *STACK_LAYER, picked_index("feed_forward_from", "selectbox", "feed_forward.copy_from"),
+        picked_index("feed_forward_to", "selectbox", "feed_forward.copy_to"),
+    ), {"feed_forward_view": "position"}),
+    Settings("residual_stream", "app_pages/residual_stream.py", (
+        MODEL, ChoiceParam("residual_stream_view", "sizes", choices=("sizes", "off")),
+        ChoiceParam("residual_stream_stack", "encoder", choices=rv.STACKS), picked_index("residual_stream_tok", "selectbox", "residual_stream.token"),
     )),
     Settings("residual_off", "app_pages/residual_stream.py",
-             (HeadSetParam("rs_off", default=[], choices=tuple(rv.all_connections(N_LAYERS))),), {"rs_view": "off"}),
-    Settings("layernorm", "app_pages/layer_norm.py", (
-        MODEL, SENT, ChoiceParam("ln_at", NORM_SITES[0], choices=NORM_SITES),
-        picked_index("ln_tok", "select_slider", "layernorm.token"), BoolParam("ln_pads", True),
-        IntParam("ln_seed", npl.SEEDS[0], lo=npl.SEEDS[0], hi=npl.SEEDS[-1]),
+             (HeadSetParam("residual_stream_off", default=[], choices=tuple(rv.all_connections(N_LAYERS))),), {"residual_stream_view": "off"}),
+    Settings("layer_norm", "app_pages/layer_norm.py", (
+        MODEL, SENT, ChoiceParam("layer_norm_at", NORM_SITES[0], choices=NORM_SITES),
+        picked_index("layer_norm_tok", "select_slider", "layer_norm.token"), BoolParam("layer_norm_pads", True),
+        IntParam("layer_norm_seed", npl.SEEDS[0], lo=npl.SEEDS[0], hi=npl.SEEDS[-1]),
     )),
-    Settings("output", "app_pages/output_and_loss.py", (
-        MODEL, ChoiceParam("out_view", "logits", choices=("logits", "seed", "loss", "smoothing")),
-        picked_index("out_pos", "select_slider", "output.position"),
-        FloatParam("out_temp", 1.0, lo=0.0, hi=5.0, step=0.1),
+    Settings("output_and_loss", "app_pages/output_and_loss.py", (
+        MODEL, ChoiceParam("output_and_loss_view", "logits", choices=("logits", "seed", "loss", "smoothing")),
+        picked_index("output_and_loss_pos", "select_slider", "output_and_loss.position"),
+        FloatParam("output_and_loss_temp", 1.0, lo=0.0, hi=5.0, step=0.1),
     )),
     Settings("output_smoothing", "app_pages/output_and_loss.py", (
-        FloatParam("out_eps", 0.1, lo=0.0, hi=0.5, step=0.05),
-        picked_index("out_pos", "select_slider", "output.position"),
-    ), {"out_view": "smoothing"}),
+        FloatParam("output_and_loss_eps", 0.1, lo=0.0, hi=0.5, step=0.05),
+        picked_index("output_and_loss_pos", "select_slider", "output_and_loss.position"),
+    ), {"output_and_loss_view": "smoothing"}),
     Settings("bleu", "app_pages/bleu.py", (
         MODEL, ChoiceParam("bleu_view", "corpus", choices=("corpus", "worked")), *BLEU_SAMPLES,
     ), FEW_SAMPLES),
@@ -222,8 +222,8 @@ SETTINGS = [
     Settings("bleu_typed", "app_pages/bleu.py", (
         ChoiceParam("bleu_tok", "char", choices=bv.TOKENIZATIONS), BLEU_ORDER,
     ), {"bleu_view": "worked", "bleu_pair": "typed"}),
-    Settings("cost", "app_pages/attention_cost.py", (MODEL,)),  # nothing measured: the page reads only the model
-    Settings("cost_measured", "app_pages/attention_cost.py", (MODEL, COST_LOG), press="cost.measure"),
+    Settings("attention_cost", "app_pages/attention_cost.py", (MODEL,)),  # nothing measured: the page reads only the model
+    Settings("cost_measured", "app_pages/attention_cost.py", (MODEL, COST_LOG), press="attention_cost.measure"),
 ]
 
 
@@ -247,24 +247,24 @@ EXAMPLE = get_task("copy").example
 BOXES = [
     Box("tokens", "app_pages/tokens.py", "text_area", "batch.text", BATCH_PARAM, MAX_LEN - 1, max_lines=8),
     Box("masks", "app_pages/masks.py", "text_area", "batch.text", BATCH_PARAM, MAX_LEN - 1, max_lines=8),
-    Box("positional", "app_pages/positional_encoding.py", "text_input", "positional.sentence",
-        TextParam("pe_text", "the cat sat on the mat", max_len=200), MAX_LEN - 1),
+    Box("positional_encoding", "app_pages/positional_encoding.py", "text_input", "positional_encoding.sentence",
+        TextParam("positional_encoding_text", "the cat sat on the mat", max_len=200), MAX_LEN - 1),
     Box("attention", "app_pages/attention.py", "text_input", "attention.text",
-        TextParam("att_text", EXAMPLE, max_len=200), MAX_LEN),
+        TextParam("attention_text", EXAMPLE, max_len=200), MAX_LEN),
     Box("decoding", "app_pages/decoding.py", "text_input", "decoding.text",
-        TextParam("dec_text", EXAMPLE, max_len=200), MAX_LEN),
+        TextParam("decoding_text", EXAMPLE, max_len=200), MAX_LEN),
     Box("decoding_target", "app_pages/decoding.py", "text_input", "decoding.target",
-        TextParam("dec_target", "", max_len=200), MAX_LEN - 1, task="dates",
-        context={"model": "dates", "dec_view": "forcing", "dec_text": "31 feb 2026"}),
-    Box("ffn", "app_pages/feed_forward.py", "text_input", "ffn.text", TextParam("ff_text", EXAMPLE, max_len=200),
+        TextParam("decoding_target", "", max_len=200), MAX_LEN - 1, task="dates",
+        context={"model": "dates", "decoding_view": "forcing", "decoding_text": "31 feb 2026"}),
+    Box("feed_forward", "app_pages/feed_forward.py", "text_input", "feed_forward.text", TextParam("feed_forward_text", EXAMPLE, max_len=200),
         MAX_LEN),
-    Box("residual", "app_pages/residual_stream.py", "text_input", "residual.text",
-        TextParam("rs_text", EXAMPLE, max_len=200), MAX_LEN),
-    Box("layernorm", "app_pages/layer_norm.py", "text_area", "batch.text", BATCH_PARAM, MAX_LEN - 1, max_lines=8),
-    Box("output", "app_pages/output_and_loss.py", "text_input", "output.text",
-        TextParam("out_text", EXAMPLE, max_len=200), MAX_LEN),
-    Box("output_target", "app_pages/output_and_loss.py", "text_input", "output.target",
-        TextParam("out_target", EXAMPLE, max_len=200), MAX_LEN - 1),  # the copy task's answer is its sentence
+    Box("residual_stream", "app_pages/residual_stream.py", "text_input", "residual_stream.text",
+        TextParam("residual_stream_text", EXAMPLE, max_len=200), MAX_LEN),
+    Box("layer_norm", "app_pages/layer_norm.py", "text_area", "batch.text", BATCH_PARAM, MAX_LEN - 1, max_lines=8),
+    Box("output_and_loss", "app_pages/output_and_loss.py", "text_input", "output_and_loss.text",
+        TextParam("output_and_loss_text", EXAMPLE, max_len=200), MAX_LEN),
+    Box("output_target", "app_pages/output_and_loss.py", "text_input", "output_and_loss.target",
+        TextParam("output_and_loss_target", EXAMPLE, max_len=200), MAX_LEN - 1),  # the copy task's answer is its sentence
     Box("bleu_reference", "app_pages/bleu.py", "text_input", "bleu.reference",
         TextParam("bleu_ref", "thank you so much, my brother", max_len=200), None,
         context={"bleu_view": "worked", "bleu_pair": "typed"}),
@@ -427,13 +427,13 @@ def test_every_query_value_survives_the_nasty_table(app, settings, lang):
             assert query(at, param.name) == param.format(current[param.name]), (where, param.name)
         assert len(at.toast) == rejected, (where, texts(at.toast))
         assert at.title[0].value == translate("common.app_title" if settings.id == "home" else
-                                              f"{settings.id.split('_')[0]}.title", lang), where
+                                              f"{Path(settings.page).stem}.title", lang), where
         assert_shown_literally(at, value_id, where)
 
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_a_nasty_link_value_waiting_for_the_cost_button_is_named_when_it_is_pressed(app, lang):
-    """A link may carry ``?cst_log=`` before anything is measured: the page reads it (and names a bad one)
+    """A link may carry ``?attention_cost_log=`` before anything is measured: the page reads it (and names a bad one)
     when the button shows the result."""
     for value_id, raw in NASTY.items():
         where = f"cost_button/{lang}/{value_id}"
@@ -442,11 +442,11 @@ def test_a_nasty_link_value_waiting_for_the_cost_button_is_named_when_it_is_pres
         read = len(urlencode(link)) <= CLIENT_STATE_QUERY_STRING_MAX_LENGTH  # else Streamlit drops the whole link
         at = open_page(app, "app_pages/attention_cost.py", link)
         assert not at.toast, (where, texts(at.toast))  # nothing shown reads it yet
-        at.button(key="cost.measure").click()
+        at.button(key="attention_cost.measure").click()
         rerun(at, where)
         ok, parsed = accepts(COST_LOG, raw)
-        assert at.toggle(key="cost.log").value == (parsed if ok and read else COST_LOG.default), where
-        assert query(at, COST_LOG.name) == COST_LOG.format(at.toggle(key="cost.log").value), where
+        assert at.toggle(key="attention_cost.log").value == (parsed if ok and read else COST_LOG.default), where
+        assert query(at, COST_LOG.name) == COST_LOG.format(at.toggle(key="attention_cost.log").value), where
         named = notices_naming(at, COST_LOG.name)
         if ok or not read:
             assert not at.toast, (where, texts(at.toast))

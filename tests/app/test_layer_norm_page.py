@@ -24,8 +24,8 @@ PAGE = "app_pages/layer_norm.py"
 BATCH = "hello world\nattention is all you need\nhi!"
 SIZES = dict(d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.0, max_len=64)
 VARIANTS = {"copy": dict(), "reverse": dict(norm_first=True, norm_kind="rms")}
-CHARTS = ("layernorm.gamma_beta", "layernorm.rms_chart", "layernorm.batch_layer", "layernorm.batch_batch",
-          "layernorm.batch_means", "layernorm.wiring_post", "layernorm.wiring_pre", "layernorm.grad_chart")
+CHARTS = ("layer_norm.gamma_beta", "layer_norm.rms_chart", "layer_norm.batch_layer", "layer_norm.batch_batch",
+          "layer_norm.batch_means", "layer_norm.wiring_post", "layer_norm.wiring_pre", "layer_norm.grad_chart")
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def open_page(app, lang: str = "en", **params: str) -> AppTest:
 
 
 def text(key: str, lang: str = "en", **fmt) -> str:
-    return translate(f"layernorm.{key}", lang, **fmt)
+    return translate(f"layer_norm.{key}", lang, **fmt)
 
 
 def metric(at: AppTest, key: str, lang: str = "en") -> str:
@@ -66,9 +66,9 @@ def test_default_view_in_both_languages(app, lang):
     assert at.title[0].value == text("title", lang)
     for key in CHARTS:
         chart(at, key)  # exactly one chart of each
-    assert at.selectbox(key="layernorm.site").value == "encoder.0.self_attn"
-    assert at.toggle(key="layernorm.count_pads").value is True
-    assert at.segmented_control(key="layernorm.seed").value == 0
+    assert at.selectbox(key="layer_norm.site").value == "encoder.0.self_attn"
+    assert at.toggle(key="layer_norm.count_pads").value is True
+    assert at.segmented_control(key="layer_norm.seed").value == 0
     frame = table(at)
     assert list(frame.columns)[:3] == [text("token.col_token", lang), text("token.col_input_mean", lang),
                                        text("token.col_input_var", lang)]
@@ -81,62 +81,62 @@ def test_default_view_in_both_languages(app, lang):
     assert any(text("placement.model_post", lang, kind=text("placement.kind_layer", lang)) == m.value
                for m in at.markdown)
     assert at.get("page_link")[0].proto.page.strip("/") == "training"
-    assert {"ln_at", "ln_tok", "ln_pads", "ln_seed"} <= set(at.query_params)
+    assert {"layer_norm_at", "layer_norm_tok", "layer_norm_pads", "layer_norm_seed"} <= set(at.query_params)
 
 
 def test_url_values_open_that_view(app):
     at = open_page(app, ln_at="decoder.1.cross_attn", ln_tok="3", ln_pads="false", ln_seed="2", sent="1")
-    assert at.selectbox(key="layernorm.site").value == "decoder.1.cross_attn"
-    assert at.select_slider(key="layernorm.token").value == 3
-    assert at.toggle(key="layernorm.count_pads").value is False
-    assert at.segmented_control(key="layernorm.seed").value == 2
+    assert at.selectbox(key="layer_norm.site").value == "decoder.1.cross_attn"
+    assert at.select_slider(key="layer_norm.token").value == 3
+    assert at.toggle(key="layer_norm.count_pads").value is False
+    assert at.segmented_control(key="layer_norm.seed").value == 2
     assert at.selectbox(key="batch.sentence").value == 1
     target = "attention is all you need"  # copy: the decoder reads <bos> + the same sentence
     assert len(table(at)) == 1 + len(target)
     assert not at.toast
 
 
-@pytest.mark.parametrize("name, bad", [("ln_at", "encoder.0.cross_attn"), ("ln_at", "decoder.final"),
-                                       ("ln_tok", "-1"), ("ln_pads", "maybe"), ("ln_seed", "9")])
+@pytest.mark.parametrize("name, bad", [("layer_norm_at", "encoder.0.cross_attn"), ("layer_norm_at", "decoder.final"),
+                                       ("layer_norm_tok", "-1"), ("layer_norm_pads", "maybe"), ("layer_norm_seed", "9")])
 def test_bad_url_values_fall_back_with_a_notice(app, name, bad):
     at = open_page(app, **{name: bad})
     assert len(at.toast) == 1 and bad in at.toast[0].value.replace("\\", "")  # the toast escapes Markdown
-    assert at.selectbox(key="layernorm.site").value == "encoder.0.self_attn"
+    assert at.selectbox(key="layer_norm.site").value == "encoder.0.self_attn"
     assert query(at, name) != bad
 
 
 def test_each_control_changes_its_view(app):
     at = open_page(app)
-    gamma = values(chart(at, "layernorm.gamma_beta")["data"][0]["y"])
-    clean(at.selectbox(key="layernorm.site").set_value("decoder.0.ffn").run())
-    assert query(at, "ln_at") == "decoder.0.ffn"
+    gamma = values(chart(at, "layer_norm.gamma_beta")["data"][0]["y"])
+    clean(at.selectbox(key="layer_norm.site").set_value("decoder.0.ffn").run())
+    assert query(at, "layer_norm_at") == "decoder.0.ffn"
     assert len(table(at)) == 1 + len("hello world")  # the decoder input: <bos> + the answer
-    assert values(chart(at, "layernorm.gamma_beta")["data"][0]["y"]).shape == gamma.shape
+    assert values(chart(at, "layer_norm.gamma_beta")["data"][0]["y"]).shape == gamma.shape
 
-    title = chart(at, "layernorm.rms_chart")["layout"]["title"]["text"]
-    clean(at.select_slider(key="layernorm.token").set_value(2).run())
-    assert query(at, "ln_tok") == "2" and chart(at, "layernorm.rms_chart")["layout"]["title"]["text"] != title
+    title = chart(at, "layer_norm.rms_chart")["layout"]["title"]["text"]
+    clean(at.select_slider(key="layer_norm.token").set_value(2).run())
+    assert query(at, "layer_norm_tok") == "2" and chart(at, "layer_norm.rms_chart")["layout"]["title"]["text"] != title
 
     shift = metric(at, "batch.batch_shift")
-    clean(at.toggle(key="layernorm.count_pads").set_value(False).run())
-    assert query(at, "ln_pads") == "false" and metric(at, "batch.batch_shift") != shift
+    clean(at.toggle(key="layer_norm.count_pads").set_value(False).run())
+    assert query(at, "layer_norm_pads") == "false" and metric(at, "batch.batch_shift") != shift
 
     post = metric(at, "grad.growth_post")
-    clean(at.segmented_control(key="layernorm.seed").set_value(4).run())
-    assert query(at, "ln_seed") == "4" and metric(at, "grad.growth_post") != post
+    clean(at.segmented_control(key="layer_norm.seed").set_value(4).run())
+    assert query(at, "layer_norm_seed") == "4" and metric(at, "grad.growth_post") != post
 
     clean(at.selectbox(key="batch.sentence").set_value(2).run())
-    assert len(values(chart(at, "layernorm.batch_batch")["data"][0]["z"])) == len("hi!")
+    assert len(values(chart(at, "layer_norm.batch_batch")["data"][0]["z"])) == len("hi!")
 
 
 def test_editing_another_sentence_moves_batch_norm_not_layer_norm(app):
     at = open_page(app)
-    layer = values(chart(at, "layernorm.batch_layer")["data"][0]["z"])
-    batch = values(chart(at, "layernorm.batch_batch")["data"][0]["z"])
+    layer = values(chart(at, "layer_norm.batch_layer")["data"][0]["z"])
+    batch = values(chart(at, "layer_norm.batch_batch")["data"][0]["z"])
     shift = metric(at, "batch.batch_shift")
     clean(at.text_area(key="batch.text").input(BATCH.replace("you need", "you need today")).run())
-    np.testing.assert_array_equal(values(chart(at, "layernorm.batch_layer")["data"][0]["z"]), layer)
-    assert np.abs(values(chart(at, "layernorm.batch_batch")["data"][0]["z"]) - batch).max() > 0.01
+    np.testing.assert_array_equal(values(chart(at, "layer_norm.batch_layer")["data"][0]["z"]), layer)
+    assert np.abs(values(chart(at, "layer_norm.batch_batch")["data"][0]["z"]) - batch).max() > 0.01
     assert metric(at, "batch.layer_shift") == "0.000" and metric(at, "batch.batch_shift") != shift
     clean(at.text_area(key="batch.text").input("hello world").run())
     assert any(m.value == text("batch.one_sentence") for m in at.info)
@@ -146,18 +146,18 @@ def test_editing_another_sentence_moves_batch_norm_not_layer_norm(app):
 @pytest.mark.parametrize("lang", LANGS)
 def test_a_pre_norm_rmsnorm_model_shows_rms_and_its_final_norms(app, lang):
     at = open_page(app, lang, model="reverse", ln_at="decoder.final")
-    assert at.selectbox(key="layernorm.site").value == "decoder.final"
-    assert text("token.final_encoder", lang) in at.selectbox(key="layernorm.site").options
+    assert at.selectbox(key="layer_norm.site").value == "decoder.final"
+    assert text("token.final_encoder", lang) in at.selectbox(key="layer_norm.site").options
     assert any(m.value == text("token.rms_model", lang) for m in at.info)
     frame = table(at)
     assert text("token.col_normalised_rms", lang) in frame.columns
     assert text("token.col_normalised_var", lang) not in frame.columns
     assert np.abs(frame[text("token.col_normalised_rms", lang)] - 1).max() < 1e-3
-    assert len(chart(at, "layernorm.gamma_beta")["data"]) == 1  # γ only: RMSNorm has no β
+    assert len(chart(at, "layer_norm.gamma_beta")["data"]) == 1  # γ only: RMSNorm has no β
     assert any(text("token.reads_final", lang) == m.value for m in at.markdown)
     assert any(text("placement.model_pre", lang, kind=text("placement.kind_rms", lang)) == m.value
                for m in at.markdown)
-    clean(at.selectbox(key="layernorm.site").set_value("encoder.1.ffn").run())
+    clean(at.selectbox(key="layer_norm.site").set_value("encoder.1.ffn").run())
     assert any(text("token.reads_pre", lang) == m.value for m in at.markdown)
 
 
@@ -165,7 +165,7 @@ def test_switching_to_a_post_norm_model_leaves_a_final_norm_quietly(app):
     at = open_page(app, model="reverse", ln_at="encoder.final")
     at.sidebar.selectbox(key="model").set_value("copy")
     clean(at.run())
-    assert at.selectbox(key="layernorm.site").value == "encoder.0.self_attn"
+    assert at.selectbox(key="layer_norm.site").value == "encoder.0.self_attn"
     assert not at.toast
 
 
@@ -173,7 +173,7 @@ def test_without_a_model_the_diagram_and_the_gradients_still_show(app, monkeypat
     monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
     at = open_page(app)
     assert any(m.value == text("no_model") for m in at.info)
-    for key in ("layernorm.wiring_post", "layernorm.wiring_pre", "layernorm.grad_chart"):
+    for key in ("layer_norm.wiring_post", "layer_norm.wiring_pre", "layer_norm.grad_chart"):
         chart(at, key)
     assert not at.dataframe
 

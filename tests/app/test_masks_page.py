@@ -40,7 +40,7 @@ def show(at: AppTest, section: str) -> AppTest:
     control = at.segmented_control(key="masks.section")
     if control.value != section:
         clean(control.set_value(section).run())
-        assert at.query_params["mask_view"] in (section, [section])
+        assert at.query_params["masks_view"] in (section, [section])
     return at
 
 
@@ -165,8 +165,8 @@ def test_padding_mask_on_zeroes_pad_columns_and_off_leaks(app):
     assert (z_of(flipped)[:11, pads] > 0).all()
 
     switch(at, "padding", False)
-    assert at.query_params["mask_pad"] in ("false", ["false"])
-    assert at.query_params["mask_ahead"] in ("true", ["true"])
+    assert at.query_params["masks_pad"] in ("false", ["false"])
+    assert at.query_params["masks_ahead"] in ("true", ["true"])
     current = chart(at, "attention_encoder_0")
     assert current["layout"]["title"]["text"] == text("effect.encoder_title", state=text("effect.off"))
     assert (z_of(current)[:11, pads] > 0).all()
@@ -211,7 +211,7 @@ def test_look_ahead_mask_on_hides_the_future_and_off_sees_it(app):
     assert (z_of(chart(at, "attention_decoder_0"))[upper] == 0).all()
     assert (z_of(chart(at, "attention_decoder_1"))[:12, :12][upper[:12, :12]] > 0).all()
     switch(at, "look_ahead", False)
-    assert at.query_params["mask_ahead"] in ("false", ["false"])
+    assert at.query_params["masks_ahead"] in ("false", ["false"])
     current = z_of(chart(at, "attention_decoder_0"))
     assert (current[:12, :12][upper[:12, :12]] > 0).all()  # real positions read later real positions
     assert (z_of(chart(at, "matrix_look_ahead")) == 1).all()
@@ -238,7 +238,7 @@ def test_layer_and_head_extremes(app, layer, head):
     at = open_masks(app, mask_view="effect")
     at.selectbox(key="masks.layer").set_value(layer)
     clean(at.selectbox(key="masks.head").set_value(head).run())
-    assert at.query_params["mask_layer"] in (str(layer), [str(layer)])
+    assert at.query_params["masks_layer"] in (str(layer), [str(layer)])
     assert (z_of(chart(at, "attention_encoder_0"))[:, 11:] == 0).all()
 
 
@@ -278,7 +278,7 @@ def test_switching_to_a_shorter_sentence_keeps_the_query_in_range(app):
     clean(at.select_slider(key="masks.query").set_value(24).run())
     clean(at.selectbox(key="batch.sentence").set_value(2).run())
     assert at.select_slider(key="masks.query").value == 5  # "hi!" is drawn with 3 <pad>: positions 0..5
-    assert at.query_params["mask_query"] in ("5", ["5"])
+    assert at.query_params["masks_query"] in ("5", ["5"])
     clean(at.text_area(key="batch.text").input("ab\nabcd").run())
     assert at.select_slider(key="masks.query").value == 3
     assert at.selectbox(key="batch.sentence").value == 1
@@ -327,7 +327,7 @@ def test_the_batch_is_shared_with_the_tokens_page_and_survives_page_switches(app
     clean(at.switch_page("app_pages/masks.py").run())
     assert at.text_area(key="batch.text").value == "abc\nab"
     assert at.toggle(key="masks.padding").value is False and at.toggle(key="masks.look_ahead").value is True
-    assert at.query_params["mask_pad"] in ("false", ["false"])
+    assert at.query_params["masks_pad"] in ("false", ["false"])
 
 
 def test_a_model_with_few_positions_gets_shorter_sentences(app, monkeypatch, tmp_path):
@@ -337,7 +337,7 @@ def test_a_model_with_few_positions_gets_shorter_sentences(app, monkeypatch, tmp
         at = app(query={"lang": "en", "sent": "1"})
         clean(at.switch_page(page).run())
         assert translate("common.input.truncated", "en", limit=15) in [w.value for w in at.warning]
-    at = app(query={"lang": "en", "pe_text": "the quick brown fox jumps"})
+    at = app(query={"lang": "en", "positional_encoding_text": "the quick brown fox jumps"})
     clean(at.run())
     clean(at.switch_page("app_pages/positional_encoding.py").run())
     assert translate("common.input.truncated", "en", limit=15) in [w.value for w in at.warning]

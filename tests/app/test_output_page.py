@@ -67,7 +67,7 @@ def texts(elements) -> list[str]:
 
 def probability_bars(at: AppTest) -> tuple[list[float], list[float], list[str]]:
     """(logits, probabilities, bar colours) of the logits-and-probabilities chart."""
-    logits, probs = chart(at, "output.logits")["data"]
+    logits, probs = chart(at, "output_and_loss.logits")["data"]
     return values(logits["x"]).tolist(), values(probs["x"]).tolist(), probs["marker"]["color"]
 
 
@@ -76,17 +76,17 @@ def probability_bars(at: AppTest) -> tuple[list[float], list[float], list[str]]:
 
 def test_default_view_follows_one_position_from_vector_to_probabilities(app):
     at = open_output(app)
-    assert at.text_input(key="output.target").value == SOURCE  # the copy task's answer is the source itself
-    assert query(at, "out_view") == "logits" and query(at, "out_pos") == "0" and query(at, "out_temp") == "1.0"
-    vector = values(chart(at, "output.vector")["data"][0]["z"])
+    assert at.text_input(key="output_and_loss.target").value == SOURCE  # the copy task's answer is the source itself
+    assert query(at, "output_and_loss_view") == "logits" and query(at, "output_and_loss_pos") == "0" and query(at, "output_and_loss_temp") == "1.0"
+    vector = values(chart(at, "output_and_loss.vector")["data"][0]["z"])
     assert vector.shape == (1, 32)
     logits, probs, colors = probability_bars(at)
     assert len(probs) in (15, 16) and probs[:15] == sorted(probs[:15], reverse=True) and sum(probs) <= 1.0 + 1e-3
     target = colors.index("#d62728")
-    assert float(metric(at, "output.logits.p_target")) == pytest.approx(probs[target], abs=1e-3)
+    assert float(metric(at, "output_and_loss.logits.p_target")) == pytest.approx(probs[target], abs=1e-3)
     # softmax of the shown logits, up to the tokens not shown: ratios of probabilities are e^(Δ logit).
     assert probs[0] / probs[1] == pytest.approx(math.exp(logits[0] - logits[1]), rel=1e-2)
-    assert any(translate("output.target_is_answer", "en") == c for c in texts(at.caption))
+    assert any(translate("output_and_loss.target_is_answer", "en") == c for c in texts(at.caption))
     assert not at.exception and not at.toast
 
 
@@ -94,9 +94,9 @@ def test_default_view_follows_one_position_from_vector_to_probabilities(app):
 @pytest.mark.parametrize("section", SECTIONS)
 def test_every_section_in_both_languages(app, lang, section):
     at = open_output(app, lang, out_view=section)
-    assert at.title[0].value == translate("output.title", lang)
-    assert translate(f"output.section_about.{section}", lang) in texts(at.caption)
-    assert at.segmented_control(key="output.section").value == section
+    assert at.title[0].value == translate("output_and_loss.title", lang)
+    assert translate(f"output_and_loss.section_about.{section}", lang) in texts(at.caption)
+    assert at.segmented_control(key="output_and_loss.section").value == section
     expected_charts = {"logits": 3, "seed": 0, "loss": 1, "smoothing": 3}[section]
     assert len(at.get("plotly_chart")) == expected_charts
     assert not at.exception
@@ -115,15 +115,15 @@ def test_the_seed_section_shows_the_seeds_numbers_computed_here(app):
 
 def test_url_values_open_that_view(app):
     at = open_output(app, out_view="smoothing", out_eps="0.3", out_pos="2")
-    assert at.slider(key="output.epsilon").value == pytest.approx(0.3)
-    assert at.select_slider(key="output.position").value == 2
-    bars = chart(at, "output.targets")["data"]
+    assert at.slider(key="output_and_loss.epsilon").value == pytest.approx(0.3)
+    assert at.select_slider(key="output_and_loss.position").value == 2
+    bars = chart(at, "output_and_loss.targets")["data"]
     one_hot, smoothed = values(bars[0]["x"]), values(bars[1]["x"])
     target = int(np.argmax(one_hot))
     assert smoothed[target] == pytest.approx(0.7) and one_hot.sum() == 1.0
-    assert f"**{translate('output.smoothing.targets_title', 'en', position=2, token=SOURCE[2])}"[2:] in \
+    assert f"**{translate('output_and_loss.smoothing.targets_title', 'en', position=2, token=SOURCE[2])}"[2:] in \
         " ".join(texts(at.markdown))
-    curve = chart(at, "output.loss_curve")["data"]
+    curve = chart(at, "output_and_loss.loss_curve")["data"]
     assert curve[2]["x"] == [pytest.approx(0.7)]  # the smoothed loss is lowest at 1 − ε
     assert not at.toast
 
@@ -131,18 +131,18 @@ def test_url_values_open_that_view(app):
 def test_temperature_in_a_link(app):
     cold = open_output(app, out_temp="0.0", out_pos="1")
     _, probs, _ = probability_bars(cold)
-    assert sorted(probs, reverse=True)[:2] == [1.0, 0.0] and float(metric(cold, "output.logits.entropy")) == 0.0
+    assert sorted(probs, reverse=True)[:2] == [1.0, 0.0] and float(metric(cold, "output_and_loss.logits.entropy")) == 0.0
     hot = open_output(app, out_temp="5.0", out_pos="1")
-    assert float(metric(hot, "output.logits.entropy")) > float(metric(open_output(app, out_pos="1"),
-                                                                       "output.logits.entropy"))
+    assert float(metric(hot, "output_and_loss.logits.entropy")) > float(metric(open_output(app, out_pos="1"),
+                                                                       "output_and_loss.logits.entropy"))
 
 
-@pytest.mark.parametrize("name,bad", [("out_view", "nope"), ("out_temp", "99"), ("out_temp", "hot"),
-                                      ("out_eps", "0.9"), ("out_pos", "-1"), ("out_pos", "500")])
+@pytest.mark.parametrize("name,bad", [("output_and_loss_view", "nope"), ("output_and_loss_temp", "99"), ("output_and_loss_temp", "hot"),
+                                      ("output_and_loss_eps", "0.9"), ("output_and_loss_pos", "-1"), ("output_and_loss_pos", "500")])
 def test_bad_url_values_fall_back_with_a_notice(app, name, bad):
-    section = {"out_eps": "smoothing"}.get(name, "logits")  # the ε slider is in the last section
-    at = open_output(app, **{"out_view": section, name: bad})
-    defaults = {"out_view": "logits", "out_temp": "1.0", "out_eps": "0.1", "out_pos": "0"}
+    section = {"output_and_loss_eps": "smoothing"}.get(name, "logits")  # the ε slider is in the last section
+    at = open_output(app, **{"output_and_loss_view": section, name: bad})
+    defaults = {"output_and_loss_view": "logits", "output_and_loss_temp": "1.0", "output_and_loss_eps": "0.1", "output_and_loss_pos": "0"}
     assert query(at, name) == defaults[name]
     assert len(at.toast) == 1 and markdown_literal(bad) in at.toast[0].value
     assert not at.exception
@@ -154,77 +154,77 @@ def test_bad_url_values_fall_back_with_a_notice(app, name, bad):
 def test_each_control_changes_the_view_and_the_url(app):
     at = open_output(app)
     before = probability_bars(at)[1]
-    clean(at.select_slider(key="output.position").set_value(3).run())
-    assert query(at, "out_pos") == "3"
+    clean(at.select_slider(key="output_and_loss.position").set_value(3).run())
+    assert query(at, "output_and_loss_pos") == "3"
     assert any(m.value.startswith("**Position 3.**") for m in at.markdown)
-    clean(at.slider(key="output.temperature").set_value(3.0).run())
-    assert query(at, "out_temp") == "3.0"
+    clean(at.slider(key="output_and_loss.temperature").set_value(3.0).run())
+    assert query(at, "output_and_loss_temp") == "3.0"
     flat = probability_bars(at)[1]
     assert max(flat) < max(before) or max(before) < 0.1
-    clean(at.segmented_control(key="output.section").set_value("smoothing").run())
-    assert query(at, "out_view") == "smoothing"
-    assert at.select_slider(key="output.position").value == 3, "the position is kept across sections"
-    clean(at.slider(key="output.epsilon").set_value(0.0).run())
-    assert query(at, "out_eps") == "0.0"
-    assert metric(at, "output.smoothing.floor") == "0.000" and metric(at, "output.smoothing.perfect_smoothed") == "0"
-    clean(at.slider(key="output.epsilon").set_value(0.25).run())
-    assert metric(at, "output.smoothing.perfect_smoothed") == "∞"
-    assert float(metric(at, "output.smoothing.floor")) > 0.5
+    clean(at.segmented_control(key="output_and_loss.section").set_value("smoothing").run())
+    assert query(at, "output_and_loss_view") == "smoothing"
+    assert at.select_slider(key="output_and_loss.position").value == 3, "the position is kept across sections"
+    clean(at.slider(key="output_and_loss.epsilon").set_value(0.0).run())
+    assert query(at, "output_and_loss_eps") == "0.0"
+    assert metric(at, "output_and_loss.smoothing.floor") == "0.000" and metric(at, "output_and_loss.smoothing.perfect_smoothed") == "0"
+    clean(at.slider(key="output_and_loss.epsilon").set_value(0.25).run())
+    assert metric(at, "output_and_loss.smoothing.perfect_smoothed") == "∞"
+    assert float(metric(at, "output_and_loss.smoothing.floor")) > 0.5
 
 
 def test_a_wrong_target_costs_more_and_the_page_says_it_is_not_the_answer(app):
     at = open_output(app, out_view="loss")
-    right = float(metric(at, "output.loss.mean"))
-    right_bars = values(chart(at, "output.losses")["data"][0]["y"])
+    right = float(metric(at, "output_and_loss.loss.mean"))
+    right_bars = values(chart(at, "output_and_loss.losses")["data"][0]["y"])
     wrong_target = "x" + SOURCE[1:]
-    clean(at.text_input(key="output.target").set_value(wrong_target).run())
-    assert query(at, "out_target") == wrong_target
+    clean(at.text_input(key="output_and_loss.target").set_value(wrong_target).run())
+    assert query(at, "output_and_loss_target") == wrong_target
     assert any(c.startswith("This is not the task's answer") for c in texts(at.caption))
-    wrong_bars = values(chart(at, "output.losses")["data"][0]["y"])
+    wrong_bars = values(chart(at, "output_and_loss.losses")["data"][0]["y"])
     assert len(wrong_bars) == len(right_bars)
     assert wrong_bars[0] != pytest.approx(right_bars[0])
-    mean = float(metric(at, "output.loss.mean"))
+    mean = float(metric(at, "output_and_loss.loss.mean"))
     assert mean == pytest.approx(float(wrong_bars.mean()), abs=2e-3) and mean != right
-    ppl = float(metric(at, "output.loss.ppl"))
+    ppl = float(metric(at, "output_and_loss.loss.ppl"))
     assert ppl == pytest.approx(math.exp(float(wrong_bars.mean())), rel=2e-3)
 
 
 def test_the_target_follows_the_source_until_the_visitor_types_one(app):
     at = open_output(app, model="reverse")
     task = get_task("reverse")
-    assert at.text_input(key="output.target").value == task.target_for(task.example)
-    clean(at.text_input(key="output.text").set_value("abc").run())
-    assert at.text_input(key="output.target").value == "cba", "an untouched target follows the new source"
-    clean(at.text_input(key="output.target").set_value("abd").run())
-    clean(at.text_input(key="output.text").set_value("xyz").run())
-    assert at.text_input(key="output.target").value == "abd", "a typed target is kept"
+    assert at.text_input(key="output_and_loss.target").value == task.target_for(task.example)
+    clean(at.text_input(key="output_and_loss.text").set_value("abc").run())
+    assert at.text_input(key="output_and_loss.target").value == "cba", "an untouched target follows the new source"
+    clean(at.text_input(key="output_and_loss.target").set_value("abd").run())
+    clean(at.text_input(key="output_and_loss.text").set_value("xyz").run())
+    assert at.text_input(key="output_and_loss.target").value == "abd", "a typed target is kept"
 
 
 def test_an_empty_target_asks_for_one(app):
     at = open_output(app, out_target="   ")
-    assert translate("output.no_target", "en") in texts(at.info)
+    assert translate("output_and_loss.no_target", "en") in texts(at.info)
     assert not at.get("plotly_chart") and not at.exception
 
 
 def test_the_smoothing_section_uses_the_epsilon_the_model_was_trained_with(app, smoothed_model):
     unknown = open_output(app, out_view="smoothing")
-    assert translate("output.smoothing.unknown_epsilon", "en") in texts(unknown.info)
-    assert not chart(unknown, "output.right_probs")["layout"].get("shapes")
+    assert translate("output_and_loss.smoothing.unknown_epsilon", "en") in texts(unknown.info)
+    assert not chart(unknown, "output_and_loss.right_probs")["layout"].get("shapes")
     known = open_output(app, out_view="smoothing", model=smoothed_model)
     assert any(m.value.startswith("This model was trained with label smoothing ε = 0.2") for m in known.markdown)
-    line = chart(known, "output.right_probs")["layout"]["shapes"][0]
+    line = chart(known, "output_and_loss.right_probs")["layout"]["shapes"][0]
     assert line["y0"] == pytest.approx(0.8)
     assert not known.exception
 
 
 def test_a_pre_norm_model_says_where_its_last_vector_comes_from(app, pre_norm_model):
     post = open_output(app)
-    assert any(c.startswith(translate("output.logits.vector_postnorm", "en")) for c in texts(post.caption))
+    assert any(c.startswith(translate("output_and_loss.logits.vector_postnorm", "en")) for c in texts(post.caption))
     pre = open_output(app, model=pre_norm_model)
-    assert any(c.startswith(translate("output.logits.vector_prenorm", "en")) for c in texts(pre.caption))
+    assert any(c.startswith(translate("output_and_loss.logits.vector_prenorm", "en")) for c in texts(pre.caption))
     assert at_target(pre) == get_task("dates").target_for(get_task("dates").example)
     assert not pre.exception
 
 
 def at_target(at: AppTest) -> str:
-    return at.text_input(key="output.target").value
+    return at.text_input(key="output_and_loss.target").value

@@ -28,7 +28,7 @@ def open_positional(app, **query: str) -> AppTest:
 
 
 def chart(at: AppTest, key: str) -> dict:
-    return helpers.chart(at, f"positional.{key}")
+    return helpers.chart(at, f"positional_encoding.{key}")
 
 
 def table_z(at: AppTest) -> np.ndarray:
@@ -42,7 +42,7 @@ def waves(at: AppTest) -> tuple[np.ndarray, np.ndarray]:
 
 
 def metric(at: AppTest, key: str) -> float:
-    label = translate(f"positional.blind.{key}", "en")
+    label = translate(f"positional_encoding.blind.{key}", "en")
     return float(next(m.value for m in at.metric if m.label == label))
 
 
@@ -52,13 +52,13 @@ def metric(at: AppTest, key: str) -> float:
 @pytest.mark.parametrize("lang", LANGS)
 def test_default_view_in_both_languages(app, lang):
     at = open_positional(app, lang=lang)
-    assert at.title[0].value == translate("positional.title", lang)
+    assert at.title[0].value == translate("positional_encoding.title", lang)
     assert any(r"\sin" in lat.value for lat in at.latex)
     assert len(at.get("plotly_chart")) == 3 + 3 + 3  # frequency (table + waves), similarity x2,
     # blind x3, RoPE x3
     assert table_z(at).shape == (50, 64)
     example = at.get("html")[0].proto.body
-    assert translate("positional.example.col_value", lang).replace("(", "(") in example
+    assert translate("positional_encoding.example.col_value", lang).replace("(", "(") in example
 
 
 def test_worked_example_is_computed_and_matches_seed_002(app):
@@ -66,7 +66,7 @@ def test_worked_example_is_computed_and_matches_seed_002(app):
     example = at.get("html")[0].proto.body
     for shown in ("0.909297", "-0.416147", "0.198669", "0.980067", "0.019999", "0.999800", "0.002000", "0.999998"):
         assert shown in example
-    clean(at.slider(key="positional.d_model").set_value(8).run())
+    clean(at.slider(key="positional_encoding.d_model").set_value(8).run())
     z = table_z(at)
     assert z.shape == (50, 8)
     np.testing.assert_allclose(z[2], SEED_002, atol=5e-5)  # the heatmap's cell (pos 2, d 8)
@@ -80,7 +80,7 @@ def test_worked_example_is_computed_and_matches_seed_002(app):
 ])
 def test_slider_extremes(app, key, value, shape):
     at = open_positional(app)
-    clean(at.slider(key=f"positional.{key}").set_value(value).run())
+    clean(at.slider(key=f"positional_encoding.{key}").set_value(value).run())
     assert table_z(at).shape == shape
     assert len(at.get("plotly_chart")) == 9
     similarity = values(chart(at, "similarity_chart")["data"][0]["z"])
@@ -93,8 +93,8 @@ def test_slider_extremes(app, key, value, shape):
 
 def test_one_pair_only_has_no_pair_slider(app):
     at = open_positional(app, pe_d="2")
-    assert not [s for s in at.slider if s.key == "positional.pair"]
-    (caption,) = [c.value for c in at.caption if translate("positional.table.one_pair", "en") in c.value]
+    assert not [s for s in at.slider if s.key == "positional_encoding.pair"]
+    (caption,) = [c.value for c in at.caption if translate("positional_encoding.table.one_pair", "en") in c.value]
     assert "i = 0**" in caption and f"{2 * np.pi:,.1f}" in caption  # the single pair's wavelength
 
 
@@ -103,8 +103,8 @@ def test_base_extremes_redraw_everything(app, base):
     at = open_positional(app, pe_pair="3")  # pair 0 turns at 1 radian per position whatever the base
     before = {key: chart(at, key) for key in ("similarity_chart", "rope_matrix")}
     table, (sin, _) = table_z(at), waves(at)
-    clean(at.select_slider(key="positional.base").set_value(base).run())
-    assert at.query_params["pe_base"] in (base, [base])
+    clean(at.select_slider(key="positional_encoding.base").set_value(base).run())
+    assert at.query_params["positional_encoding_base"] in (base, [base])
     for key, old in before.items():
         assert chart(at, key)["data"][0] != old["data"][0], key
     assert not np.allclose(table_z(at), table) and not np.allclose(waves(at)[0], sin)
@@ -115,29 +115,29 @@ def test_base_extremes_redraw_everything(app, base):
 @pytest.mark.parametrize("pair", [0, 31])
 def test_pair_extremes(app, pair):
     at = open_positional(app)
-    clean(at.slider(key="positional.pair").set_value(pair).run())
+    clean(at.slider(key="positional_encoding.pair").set_value(pair).run())
     shape = chart(at, "frequency_chart")["layout"]["shapes"][0]
     assert (shape["x0"], shape["x1"], shape["xref"]) == (2 * pair - 0.5, 2 * pair + 1.5, "x")  # on the table
     sin, cos = waves(at)
     np.testing.assert_allclose(sin, table_z(at)[:, 2 * pair], atol=1e-6)
     np.testing.assert_allclose(cos, table_z(at)[:, 2 * pair + 1], atol=1e-6)
     wavelength = 2 * np.pi * 10000 ** (2 * pair / 64)
-    assert at.slider(key="positional.pair").label == translate("positional.table.pair", "en")
+    assert at.slider(key="positional_encoding.pair").label == translate("positional_encoding.table.pair", "en")
     (status,) = [m.value for m in at.markdown if m.value.startswith("Pair **i = ")]  # the pair's numbers
     assert f"{wavelength:,.1f}" in status and f"i = {pair}**" in status and f"{2 * pair + 1}" in status
 
 
 def test_shrinking_d_model_keeps_the_pair_in_range(app):
     at = open_positional(app, pe_pair="31")
-    clean(at.slider(key="positional.d_model").set_value(8).run())
-    assert at.slider(key="positional.pair").value == 3
+    clean(at.slider(key="positional_encoding.d_model").set_value(8).run())
+    assert at.slider(key="positional_encoding.pair").value == 3
     assert not at.toast
 
 
 def test_bad_url_values_fall_back_with_a_notice(app):
     at = open_positional(app, pe_pair="40", pe_base="7")
-    assert at.slider(key="positional.pair").value == 0
-    assert at.select_slider(key="positional.base").value == "10000"
+    assert at.slider(key="positional_encoding.pair").value == 0
+    assert at.select_slider(key="positional_encoding.base").value == "10000"
     assert len(at.toast) == 2
 
 
@@ -145,9 +145,9 @@ def test_odd_d_model_from_the_url_falls_back_with_a_notice(app):
     """sin/cos come in pairs: an odd size in a hand-edited link is refused, and the slider and
     the table agree on what is shown instead."""
     at = open_positional(app, pe_d="9")
-    assert at.slider(key="positional.d_model").value == 64
+    assert at.slider(key="positional_encoding.d_model").value == 64
     assert table_z(at).shape == (50, 64)
-    assert len(at.toast) == 1 and markdown_literal("pe_d") in at.toast[0].value, [x.value for x in at.toast]
+    assert len(at.toast) == 1 and markdown_literal("positional_encoding_d") in at.toast[0].value, [x.value for x in at.toast]
 
 
 # ------------------------------------------------------------------ order blindness and RoPE
@@ -155,27 +155,27 @@ def test_odd_d_model_from_the_url_falls_back_with_a_notice(app):
 
 def test_without_positional_encoding_shuffling_only_permutes(app):
     at = open_positional(app)
-    assert at.toggle(key="positional.use_pe").value is False
+    assert at.toggle(key="positional_encoding.use_pe").value is False
     assert metric(at, "attention_diff") < 1e-5 and metric(at, "output_diff") < 1e-4
     original = values(chart(at, "blind_original")["data"][0]["z"])
     restored = values(chart(at, "blind_restored")["data"][0]["z"])
     np.testing.assert_allclose(restored, original, atol=1e-6)
-    assert any(s.value == translate("positional.blind.blind", "en") for s in at.success)
+    assert any(s.value == translate("positional_encoding.blind.blind", "en") for s in at.success)
 
 
 def test_with_positional_encoding_the_order_shows(app):
     at = open_positional(app)
-    clean(at.toggle(key="positional.use_pe").set_value(True).run())
-    assert at.query_params["pe_on"] in ("true", ["true"])
+    clean(at.toggle(key="positional_encoding.use_pe").set_value(True).run())
+    assert at.query_params["positional_encoding_on"] in ("true", ["true"])
     assert metric(at, "attention_diff") > 1e-3
-    assert any(i.value == translate("positional.blind.sees_order", "en") for i in at.info)
+    assert any(i.value == translate("positional_encoding.blind.sees_order", "en") for i in at.info)
 
 
 def test_shuffle_button_draws_a_new_order(app):
     at = open_positional(app)
     first = chart(at, "blind_shuffled")["layout"]["xaxis"]["ticktext"]
-    clean(at.button(key="positional.shuffle_button").click().run())
-    assert at.query_params["pe_shuffle"] in ("1", ["1"])
+    clean(at.button(key="positional_encoding.shuffle_button").click().run())
+    assert at.query_params["positional_encoding_shuffle"] in ("1", ["1"])
     second = chart(at, "blind_shuffled")["layout"]["xaxis"]["ticktext"]
     assert sorted(first) == sorted(second) and first != second
     assert metric(at, "attention_diff") < 1e-5
@@ -185,12 +185,12 @@ def test_identical_tokens_with_encoding_on_the_box_matches_the_numbers(app):
     """'aaaa' with positional encoding on: the shuffle is the same sentence, so both differences are 0,
     the restored map is the original, and the box says exactly that."""
     at = open_positional(app, pe_on="true")
-    clean(at.text_input(key="positional.sentence").input("aaaa").run())
+    clean(at.text_input(key="positional_encoding.sentence").input("aaaa").run())
     assert metric(at, "attention_diff") == 0.0 and metric(at, "output_diff") == 0.0
     original = values(chart(at, "blind_original")["data"][0]["z"])
     restored = values(chart(at, "blind_restored")["data"][0]["z"])
     np.testing.assert_array_equal(restored, original)
-    assert [i.value for i in at.info] == [translate("positional.blind.nothing_to_shuffle", "en")]
+    assert [i.value for i in at.info] == [translate("positional_encoding.blind.nothing_to_shuffle", "en")]
 
 
 def test_a_long_paste_is_kept_cut_and_said(app):
@@ -198,13 +198,13 @@ def test_a_long_paste_is_kept_cut_and_said(app):
     says what it cut, and the model's own 48-character limit is reported as for typed text."""
     at = open_positional(app)
     pasted = ("the cat sat on the mat " * 20)[:250]
-    clean(at.text_input(key="positional.sentence").input(pasted).run())
-    assert at.text_input(key="positional.sentence").value == pasted[:200]
-    assert helpers.query(at, "pe_text") == pasted[:200]
+    clean(at.text_input(key="positional_encoding.sentence").input(pasted).run())
+    assert at.text_input(key="positional_encoding.sentence").value == pasted[:200]
+    assert helpers.query(at, "positional_encoding_text") == pasted[:200]
     warnings = [w.value for w in at.warning]
     assert translate("common.link_and_paste.paste_cut", "en", count=250, limit=200) in warnings
     assert translate("common.input.truncated", "en", limit=48) in warnings
-    clean(at.text_input(key="positional.sentence").input("hello world").run())  # new text: the notice goes
+    clean(at.text_input(key="positional_encoding.sentence").input("hello world").run())  # new text: the notice goes
     assert not at.warning
 
 
@@ -213,14 +213,14 @@ def test_a_long_paste_is_kept_cut_and_said(app):
 ])
 def test_bad_sentences_are_explained(app, sentence, notice):
     at = open_positional(app)
-    clean(at.text_input(key="positional.sentence").input(sentence).run())
+    clean(at.text_input(key="positional_encoding.sentence").input(sentence).run())
     assert translate(notice, "en", limit=48) in [w.value for w in at.warning]
 
 
 @pytest.mark.parametrize("sentence", ["你好 世界", "👍🏽 🇫🇷", "<b>x</b> <s>y</s>", "aaa aaa"])
 def test_odd_sentences_never_break_the_page(app, sentence):
     at = open_positional(app)
-    clean(at.text_input(key="positional.sentence").input(sentence).run())
+    clean(at.text_input(key="positional_encoding.sentence").input(sentence).run())
     labels = "".join(chart(at, "blind_original")["layout"]["xaxis"]["ticktext"])
     assert "<b>" not in labels and "<s>" not in labels
 

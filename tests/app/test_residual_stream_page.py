@@ -43,9 +43,9 @@ def copy_model(checkpoint_dir):
 
 def test_default_view_shows_every_encoder_sublayer_for_every_token(app, checkpoint_dir):
     at = open_residual(app)
-    assert at.text_input(key="residual.text").value == EXAMPLE
+    assert at.text_input(key="residual_stream.text").value == EXAMPLE
     assert any("LayerNorm" in latex.value for latex in at.latex)  # the shipped kind: post-norm
-    x_norm, update_norm, turn = heatmaps(chart(at, "residual.stream"))
+    x_norm, update_norm, turn = heatmaps(chart(at, "residual_stream.stream"))
     assert x_norm.shape == (len(EXAMPLE), 2 * N_LAYERS)  # attention and FFN per layer
     view = stream_view(copy_model(checkpoint_dir), EXAMPLE)
     np.testing.assert_allclose(update_norm, stream_matrix(view, "encoder", "update_norm")[0], rtol=1e-4)
@@ -54,7 +54,7 @@ def test_default_view_shows_every_encoder_sublayer_for_every_token(app, checkpoi
 
 def test_the_decoder_has_three_sublayers_per_layer(app):
     at = open_residual(app, rs_stack="decoder")
-    figure = chart(at, "residual.stream")
+    figure = chart(at, "residual_stream.stream")
     x_norm = heatmaps(figure)[0]
     assert x_norm.shape == (len(EXAMPLE) + 1, 3 * N_LAYERS)
     assert figure["layout"]["xaxis3"]["ticktext"][:3] == ["L1 attn", "L1 cross", "L1 FFN"]
@@ -63,18 +63,18 @@ def test_the_decoder_has_three_sublayers_per_layer(app):
 
 def test_following_a_token_draws_its_row(app):
     at = open_residual(app, rs_tok="2")
-    x_norm = heatmaps(chart(at, "residual.stream"))[0]
-    path = chart(at, "residual.path")["data"]
+    x_norm = heatmaps(chart(at, "residual_stream.stream"))[0]
+    path = chart(at, "residual_stream.path")["data"]
     np.testing.assert_allclose(values(path[0]["y"]), x_norm[2], rtol=1e-3)
-    clean(at.selectbox(key="residual.token").set_value(4).run())
-    assert query(at, "rs_tok") == "4"
-    np.testing.assert_allclose(values(chart(at, "residual.path")["data"][0]["y"]), x_norm[4], rtol=1e-3)
+    clean(at.selectbox(key="residual_stream.token").set_value(4).run())
+    assert query(at, "residual_stream_tok") == "4"
+    np.testing.assert_allclose(values(chart(at, "residual_stream.path")["data"][0]["y"]), x_norm[4], rtol=1e-3)
 
 
 def test_stack_control_is_bound_to_the_url(app):
     at = open_residual(app)
-    clean(at.segmented_control(key="residual.stack").set_value("decoder").run())
-    assert query(at, "rs_stack") == "decoder"
+    clean(at.segmented_control(key="residual_stream.stack").set_value("decoder").run())
+    assert query(at, "residual_stream_stack") == "decoder"
 
 
 # ------------------------------------------------------------------ switching a residual off
@@ -82,11 +82,11 @@ def test_stack_control_is_bound_to_the_url(app):
 
 def test_switching_residuals_off_changes_the_answer_probability(app, checkpoint_dir):
     at = open_residual(app, rs_view="off", rs_off="enc-1-self,dec-1-ffn")
-    assert at.multiselect(key="residual.off").value == ["enc-1-self", "dec-1-ffn"]
+    assert at.multiselect(key="residual_stream.off").value == ["enc-1-self", "dec-1-ffn"]
     want = switch_off(copy_model(checkpoint_dir), EXAMPLE, off_triples(["enc-1-self", "dec-1-ffn"]))
     codes = [c.value for c in at.code]
     assert codes[:2] == [want.answer_on or " ", want.answer_off or " "]
-    on, off = (values(bar["y"]) for bar in chart(at, "residual.off_chart")["data"])
+    on, off = (values(bar["y"]) for bar in chart(at, "residual_stream.off_chart")["data"])
     np.testing.assert_allclose(on, want.per_token_on, atol=1e-4)
     assert not np.allclose(on, off, atol=1e-4)
 
@@ -95,16 +95,16 @@ def test_nothing_switched_off_shows_only_the_answer(app):
     at = open_residual(app, rs_view="off")
     assert len(at.metric) == 1
     assert at.info
-    clean(at.multiselect(key="residual.off").select("dec-2-cross").run())
-    assert query(at, "rs_off") == "dec-2-cross"
+    clean(at.multiselect(key="residual_stream.off").select("dec-2-cross").run())
+    assert query(at, "residual_stream_off") == "dec-2-cross"
     assert len(at.metric) == 2
 
 
-@pytest.mark.parametrize("name, bad", [("rs_off", "enc-9-self"), ("rs_stack", "middle"), ("rs_view", "nope"),
-                                       ("rs_tok", "x")])
+@pytest.mark.parametrize("name, bad", [("residual_stream_off", "enc-9-self"), ("residual_stream_stack", "middle"), ("residual_stream_view", "nope"),
+                                       ("residual_stream_tok", "x")])
 def test_bad_link_values_fall_back_with_a_notice(app, name, bad):
-    section = {"rs_off": "off"}.get(name, "sizes")
-    at = open_residual(app, **({"rs_view": section} if name != "rs_view" else {}), **{name: bad})
+    section = {"residual_stream_off": "off"}.get(name, "sizes")
+    at = open_residual(app, **({"residual_stream_view": section} if name != "residual_stream_view" else {}), **{name: bad})
     assert len(at.toast) == 1
     assert at.get("plotly_chart") or at.info
 
@@ -116,7 +116,7 @@ def test_bad_link_values_fall_back_with_a_notice(app, name, bad):
 @pytest.mark.parametrize("section", ["sizes", "off"])
 def test_every_section_in_both_languages(app, lang, section):
     at = open_residual(app, lang, rs_view=section, rs_off="enc-1-ffn")
-    assert at.title[0].value == translate("residual.title", lang)
+    assert at.title[0].value == translate("residual_stream.title", lang)
     assert at.get("plotly_chart")
 
 
@@ -142,5 +142,5 @@ def test_a_token_that_is_markup_is_escaped_in_the_chart_title(app, tmp_path, mon
     write_random_checkpoint(tmp_path / "copy.pt", "copy", seed=0, max_len=40, alphabet="ab<>")
     monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
     at = open_residual(app, rs_text="a<b", rs_tok="1")
-    titles = [a["text"] for a in chart(at, "residual.path")["layout"]["annotations"]]
+    titles = [a["text"] for a in chart(at, "residual_stream.path")["layout"]["annotations"]]
     assert any(title.startswith("Token &lt;:") for title in titles), titles

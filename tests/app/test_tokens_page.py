@@ -66,7 +66,7 @@ def test_the_three_sides_of_the_batch(app):
     at = open_tokens(app)
     assert "&lt;bos&gt;" not in tables(at)[0]
     clean(at.segmented_control(key="tokens.side").set_value("decoder_in").run())
-    assert at.query_params["tok_side"] in ("decoder_in", ["decoder_in"])
+    assert at.query_params["tokens_side"] in ("decoder_in", ["decoder_in"])
     tokens = tables(at)[0]
     assert tokens.count("&lt;bos&gt;") == 3 and cells(tokens, "special") == 3
     assert cells(tokens, "pad") == 3 * 26 - (12 + 26 + 4)

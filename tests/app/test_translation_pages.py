@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(any(not models.checkpoint_path(m).exists() for m
 EXAMPLE = {"en-zh": "the cat ate two apples in the garden yesterday .", "zh-en": "猫昨天在花园里吃了两个苹果。"}
 ANSWER = {"en-zh": "猫昨天在花园里吃了两个苹果。", "zh-en": "the cat ate two apples in the garden yesterday ."}
 # Pages whose default view draws the sentence's tokens on an axis (or in a table).
-TOKEN_PAGES = ("tokens", "masks", "attention", "ffn", "residual", "layernorm", "decoding")
+TOKEN_PAGES = ("tokens", "masks", "attention", "feed_forward", "residual_stream", "layer_norm", "decoding")
 
 
 def open_page(app, key: str, query: dict[str, str], locale: str | None = None) -> AppTest:
@@ -78,7 +78,7 @@ def test_every_page_runs_with_the_translation_models(app, key, model, lang):
 @pytest.mark.parametrize("model", TRANSLATION)
 def test_the_loss_of_a_translation_is_labelled_with_the_answers_words_or_characters(app, model):
     """The output page's loss bars stand on the decoder's side: Chinese characters for en-zh, English words for zh-en."""
-    at = open_page(app, "output", {"model": model, "out_view": "loss"})
+    at = open_page(app, "output_and_loss", {"model": model, "output_and_loss_view": "loss"})
     answer = set(split_words(ANSWER[model])) if model == "zh-en" else set(ANSWER[model]) - {"。"}
     assert answer <= shown_tokens(at), sorted(answer - shown_tokens(at))
 
@@ -86,7 +86,7 @@ def test_the_loss_of_a_translation_is_labelled_with_the_answers_words_or_charact
 @pytest.mark.parametrize("model", TRANSLATION)
 def test_attention_axes_are_words_and_characters(app, model):
     """The cross-attention's keys are the source's tokens, its queries the decoder's (words or characters)."""
-    at = open_page(app, "attention", {"model": model, "lang": "en", "att_kind": "cross"})
+    at = open_page(app, "attention", {"model": model, "lang": "en", "attention_kind": "cross"})
     spec = json.loads(next(c for c in at.get("plotly_chart") if c.proto.id.endswith("-attention.zoom")).proto.spec)
     keys, queries = ([html.unescape(v) for v in spec["layout"][axis]["ticktext"]] for axis in ("xaxis", "yaxis"))
     source = split_words(EXAMPLE[model]) if model == "en-zh" else list(EXAMPLE[model])
@@ -122,7 +122,7 @@ def test_the_tokens_page_shows_one_token_a_word(app, model):
 def test_decoding_steps_word_by_word(app, model, strategy, lang):
     """One step a token (a word of English, a character of Chinese), and the text written so far joined as the
     language writes it: spaces between English words, none between Chinese characters."""
-    at = open_page(app, "decoding", {"model": model, "lang": lang, "dec_strategy": strategy, "dec_temp": "0.0"})
+    at = open_page(app, "decoding", {"model": model, "lang": lang, "decoding_strategy": strategy, "decoding_temp": "0.0"})
     target_tokens = split_words(ANSWER[model]) if model == "zh-en" else list(ANSWER[model])
     slider = at.slider(key="decoding.step")
     assert slider.max == len(target_tokens) + 1  # every token, then <eos>
@@ -138,7 +138,7 @@ def test_decoding_steps_word_by_word(app, model, strategy, lang):
 
 @pytest.mark.parametrize("model", TRANSLATION)
 def test_strategies_side_by_side_write_the_translation(app, model):
-    at = open_page(app, "decoding", {"model": model, "lang": "en", "dec_view": "compare", "dec_temp": "0.0"})
+    at = open_page(app, "decoding", {"model": model, "lang": "en", "decoding_view": "compare", "decoding_temp": "0.0"})
     assert [c.value for c in at.code][:2] == [ANSWER[model]] * 2  # greedy and beam
     beams = at.dataframe[0].value
     column = translate("decoding.beams.text", "en")
@@ -203,7 +203,7 @@ def test_the_shipped_list_starts_with_the_translation_models():
 @pytest.mark.parametrize("lang", LANGS)
 def test_unknown_words_are_flagged_with_suggestions(app, lang):
     at = open_page(app, "attention", {"model": "en-zh", "lang": lang,
-                                      "att_text": "the cat ate two aples in the gardn yesterday ."})
+                                      "attention_text": "the cat ate two aples in the gardn yesterday ."})
     warnings = texts(at.warning)
     assert translate("common.vocabulary.unknown_words", lang, words="aples gardn") in warnings
     suggestion = next(w for w in warnings if w.startswith(translate("common.vocabulary.did_you_mean", lang, pairs="")))
@@ -223,7 +223,7 @@ def test_the_words_the_model_knows_are_listed(app, lang):
 
 
 def test_chinese_input_flags_unknown_characters(app):
-    at = open_page(app, "attention", {"model": "zh-en", "lang": "zh", "att_text": "猫昨天在花园里吃了两个苹果和橘子。"})
+    at = open_page(app, "attention", {"model": "zh-en", "lang": "zh", "attention_text": "猫昨天在花园里吃了两个苹果和橘子。"})
     assert translate("common.input.unknown_chars", "zh", chars="和 橘") in texts(at.warning)
     known = models.load_shipped("zh-en").tokenizer.known_units
     assert translate("common.vocabulary.chars_note", "zh", count=len(known)) in [c.value for c in at.caption]
@@ -231,7 +231,7 @@ def test_chinese_input_flags_unknown_characters(app):
 
 def test_the_length_limit_counts_words(app):
     long = " ".join(["i ate a cake ."] * 12)  # 60 words in 179 characters
-    at = open_page(app, "attention", {"model": "en-zh", "lang": "en", "att_text": long})
+    at = open_page(app, "attention", {"model": "en-zh", "lang": "en", "attention_text": long})
     limit = min(48, models.load_shipped("en-zh").model.config.max_len)
     assert translate("common.vocabulary.truncated_words", "en", limit=limit) in texts(at.warning)
     spec = json.loads(next(c for c in at.get("plotly_chart") if c.proto.id.endswith("-attention.zoom")).proto.spec)
@@ -244,10 +244,10 @@ def test_the_length_limit_counts_words(app):
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("model", TRANSLATION)
 def test_the_reordering_example_opens_the_cross_attention(app, model, lang):
-    at = open_page(app, "attention", {"model": model, "lang": lang, "att_text": "the dog ate a cake ."})
+    at = open_page(app, "attention", {"model": model, "lang": lang, "attention_text": "the dog ate a cake ."})
     clean(at.button(key="attention.try_reorder").click().run())
     assert at.text_input(key="attention.text").value == EXAMPLE[model]
-    assert query(at, "att_kind") == "cross" and query(at, "att_view") == "overview"
+    assert query(at, "attention_kind") == "cross" and query(at, "attention_view") == "overview"
     assert at.selectbox(key="model").value == model
 
 
@@ -264,7 +264,7 @@ def test_the_pronoun_pair_names_the_computed_head(app, lang):
     shown = result.best["encoder"] if result.resolved_by("encoder") else cross
     clean(at.button(key="attention.try_wide_button").click().run())
     assert at.text_input(key="attention.text").value == SENTENCES[1]
-    assert (query(at, "att_kind"), query(at, "att_layer"), query(at, "att_head")) == (
+    assert (query(at, "attention_kind"), query(at, "attention_layer"), query(at, "attention_head")) == (
         shown.kind, str(shown.layer), str(shown.head))
 
 
@@ -273,4 +273,4 @@ def test_the_translation_examples_switch_another_model_to_en_zh(app):
     clean(at.button(key="attention.try_pronoun_switch").click().run())
     assert at.selectbox(key="model").value == "en-zh"
     assert at.text_input(key="attention.text").value == SENTENCES[0]
-    assert query(at, "model") == "en-zh" and query(at, "att_kind") == "cross"
+    assert query(at, "model") == "en-zh" and query(at, "attention_kind") == "cross"

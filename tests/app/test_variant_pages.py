@@ -26,15 +26,15 @@ from ui.tour import stop
 NAME = "modern-copy"
 MODERN = dict(norm_first=True, norm_kind="rms", ffn_kind="swiglu", position_kind="rope")
 NO_CHART = [  # views that print or tabulate instead of drawing (with the paper's model too)
-    ("masks", {"mask_view": "printout"}), ("attention", {"att_view": "ablation"}), ("decoding", {"dec_view": "compare"}),
+    ("masks", {"masks_view": "printout"}), ("attention", {"attention_view": "ablation"}), ("decoding", {"decoding_view": "compare"}),
 ]
 VIEWS = [  # (page, URL query): the sections of the pages that read the model
-    ("tokens", {}), ("positional", {}), ("positional", {"pe_on": "true"}),
-    *[("masks", {"mask_view": view}) for view in ("matrices", "printout", "effect", "row")],
-    *[("attention", {"att_view": view}) for view in ("overview", "heads", "inside", "stats", "ablation")],
-    ("attention", {"att_view": "overview", "att_kind": "cross"}),
-    *[("decoding", {"dec_view": view}) for view in ("steps", "compare", "forcing")],
-    ("decoding", {"dec_strategy": "beam"}),
+    ("tokens", {}), ("positional_encoding", {}), ("positional_encoding", {"positional_encoding_on": "true"}),
+    *[("masks", {"masks_view": view}) for view in ("matrices", "printout", "effect", "row")],
+    *[("attention", {"attention_view": view}) for view in ("overview", "heads", "inside", "stats", "ablation")],
+    ("attention", {"attention_view": "overview", "attention_kind": "cross"}),
+    *[("decoding", {"decoding_view": view}) for view in ("steps", "compare", "forcing")],
+    ("decoding", {"decoding_strategy": "beam"}),
 ]
 
 

@@ -200,6 +200,6 @@ def test_switching_the_language_twice_keeps_the_chosen_sentence_and_layer(page, 
         p.get_by_test_id("stSidebar").get_by_text(translate(f"common.language_name.{lang}", lang), exact=True).click()
         wait_for_url(p, wait_for_app, f"lang={lang}")
         assert_page(p, lang)
-        assert "sent=2" in p.url and "mask_layer=1" in p.url, (lang, p.url)
+        assert "sent=2" in p.url and "masks_layer=1" in p.url, (lang, p.url)  # the link's mask_layer, renamed
         expect(p.get_by_role("combobox", name=translate("tokens.sentence.pick", lang), exact=True)
                ).to_have_value(re.compile(r"^3\W+hi!$"))

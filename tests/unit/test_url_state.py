@@ -104,3 +104,59 @@ def test_bound_widget_rejects_bad_values_with_one_notice(bad):
     assert len(toasts(at)) == 1
     clean(at.run())  # the bad value is gone from the URL: no second notice
     assert not toasts(at)
+
+
+# ------------------------------------------------------------------ URL state: values that follow a default
+
+FOLLOW_SCRIPT = '''
+import streamlit as st
+from ui.url_state import ChoiceParam, TextParam, bind, pick
+
+example = st.session_state.get("demo.example", "apple")
+st.text_input("text", key=bind(TextParam("feed_forward_text", example), key="demo.text", follows="demo.text"))
+default = st.session_state.get("demo.default", "a")
+st.selectbox("model", ["a", "b", "c"], on_change=pick, args=("demo.model",),
+             key=bind(ChoiceParam("model", default, choices=("a", "b", "c")), key="demo.model", follows="demo.model"))
+'''
+
+
+def follow_app(query: dict[str, str]) -> AppTest:
+    at = AppTest.from_string(FOLLOW_SCRIPT, default_timeout=30)
+    at.query_params.update(query)
+    return at
+
+
+def shown(at: AppTest) -> tuple[str, str]:
+    return at.text_input(key="demo.text").value, at.selectbox(key="demo.model").value
+
+
+def test_a_value_follows_its_default_until_the_visitor_picks_one():
+    at = clean(follow_app({}).run())
+    assert shown(at) == ("apple", "a")
+    at.session_state["demo.example"], at.session_state["demo.default"] = "pear", "b"  # another model
+    clean(at.run())
+    assert shown(at) == ("pear", "b")
+    clean(at.text_input(key="demo.text").input("my own").run())
+    clean(at.selectbox(key="demo.model").set_value("c").run())
+    at.session_state["demo.example"], at.session_state["demo.default"] = "plum", "a"
+    clean(at.run())
+    assert shown(at) == ("my own", "c")  # picked: the defaults no longer move them
+    clean(at.text_input(key="demo.text").input("plum").run())  # typed text equal to the default follows it again
+    at.session_state["demo.example"] = "fig"
+    clean(at.run())
+    assert shown(at) == ("fig", "c")
+
+
+def test_a_link_keeps_the_choice_it_names_and_text_other_than_the_default():
+    at = clean(follow_app({"model": "c", "feed_forward_text": "linked"}).run())
+    assert shown(at) == ("linked", "c")
+    at.session_state["demo.example"], at.session_state["demo.default"] = "pear", "b"
+    clean(at.run())
+    assert shown(at) == ("linked", "c")
+
+
+def test_a_link_with_an_old_name_opens_the_same_value_under_the_new_one():
+    at = clean(follow_app({"ff_text": "old link"}).run())
+    assert shown(at)[0] == "old link"
+    assert at.query_params["feed_forward_text"] in ("old link", ["old link"])
+    assert "ff_text" not in at.query_params
