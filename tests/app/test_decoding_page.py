@@ -129,7 +129,7 @@ def test_the_step_is_kept_across_a_page_switch(app):
         clean(at.button(key="decoding.next").click().run())
     assert step(at) == 3 and url_step(at) == "3"
     clean(at.switch_page("app_pages/home.py").run())
-    for name in [name for name in at.query_params if name.startswith("dec_")]:
+    for name in [name for name in at.query_params if name.startswith("decoding_")]:
         del at.query_params[name]  # as the browser does on a page switch (AppTest keeps them)
     clean(at.switch_page("app_pages/decoding.py").run())
     assert step(at) == 3 and url_step(at) == "3"
