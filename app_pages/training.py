@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.i18n import t
-from ui.nav import tour_links
+from ui.scaffold import page
 from ui.page_errors import fragment
 from ui.training import actions, charts, compare, experiments
 from ui.training import session as ts
@@ -409,22 +409,11 @@ def upload_section() -> None:
             st.success(t(key, **args), icon=":material/check_circle:")
 
 
-def things_to_try() -> None:
-    with st.container(border=True):
-        st.markdown(f"**{t('training.try.heading')}**")
-        st.markdown(t("training.try.items"))
-
-
-st.title(t("training.title"))
-st.markdown(t("training.intro"))
-
-settings_form()
-session = ts.session_training()
-controls(session)
-experiments.experiments_section(session)
-run_panel(session)
-results(session)
-upload_section()
-things_to_try()
-
-tour_links("training")
+with page("training", model=False, try_this="bottom"):
+    settings_form()
+    session = ts.session_training()
+    controls(session)
+    experiments.experiments_section(session)
+    run_panel(session)
+    results(session)
+    upload_section()
