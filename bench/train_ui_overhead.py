@@ -126,7 +126,7 @@ def through_the_page(args: argparse.Namespace, browser, url: str, settle_s: floa
         page.set_default_timeout(120_000)
         page.goto(f"{url}/training?{page_query(args)}")
         page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-        time.sleep(settle_s)
+        page.wait_for_timeout(settle_s * 1000)
         page.get_by_role("button", name=translate("training.control.start", "en")).click()
         start = time.perf_counter()
         while True:  # the visitor watching: read the page once a second
@@ -159,7 +159,9 @@ def through_websocket(args: argparse.Namespace, url: str, settle_s: float = 0.0)
         session.open("training", page_query(args))
         if session.errors:
             raise RuntimeError(f"the training page failed: {session.errors}")
-        time.sleep(settle_s)
+        # Wait as a browser tab does: reading the socket, so the server's websocket pings get their
+        # pongs (a bare sleep longer than the ping interval gets the connection dropped).
+        session.idle(settle_s)
         start = time.perf_counter()
         session.click(START_BUTTON)
         session.watch_run(TIMEOUT_S)

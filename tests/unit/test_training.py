@@ -79,6 +79,7 @@ def test_two_runs_are_isolated():
     assert b.snapshot().step == 0
 
 
+@pytest.mark.slow
 def test_training_learns_the_tiny_copy_task():
     cfg = TrainingConfig(task="copy", task_max_len=4, task_alphabet="abc", preset="tiny", batch_size=32,
                          warmup=100, factor=1.0, dropout=0.0, max_steps=400, eval_every=50, eval_size=50,
