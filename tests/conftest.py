@@ -4,10 +4,12 @@ Tiers (the README's "Running the tests"): every test in ``tests/e2e/`` is marked
 browser) and every test in ``tests/ops/`` ``ops`` (servers under load: replicas, session leaks,
 connection loss, the benchmarks), here, by folder; ``slow`` is set on the test itself.
 
-The suite runs on pytest-xdist's workers (``-n auto --dist loadgroup`` in pyproject.toml). A module
-of ``tests/e2e/`` or ``tests/ops/`` is one group, run by one worker: its module-scoped servers start
-once, and its tests keep their order. Those groups go first, the longest first, and the many short
-unit and AppTest tests fill the workers' gaps at the end. ``-n 0`` runs in this process (a debugger).
+The suite runs on pytest-xdist's workers (``-n auto --dist loadgroup`` in pyproject.toml). A test
+module is one group, run by one worker: its module-scoped fixtures (a trained model, a server) are
+built once, and its tests keep their order; a test may name a group of its own instead
+(``tests/ops/test_bench_scripts.py``). The browser and operations modules go first, the longest
+first, and the many short unit and AppTest modules fill the workers' gaps at the end. ``-n 0``
+runs everything in this process (a debugger).
 """
 from __future__ import annotations
 
@@ -41,8 +43,8 @@ def pytest_collection_modifyitems(config, items):
         where = folder(item)
         if where in FOLDER_MARKERS:
             item.add_marker(where)
-            if item.get_closest_marker("xdist_group") is None:
-                item.add_marker(pytest.mark.xdist_group(item.path.stem))
+        if item.get_closest_marker("xdist_group") is None:  # a module is one group unless it says otherwise
+            item.add_marker(pytest.mark.xdist_group(f"{where}/{item.path.stem}"))
 
     def rank(item: pytest.Item) -> tuple[int, int]:
         stem = item.path.stem

@@ -18,6 +18,7 @@ BENCH = ROOT / "bench"
 LIBRARIES = {"__init__.py", "server.py"}  # imported by the scripts, not run
 QUICK: dict[str, list[str]] = {  # script -> the arguments of a smoke run (seconds, not minutes)
     "attention_view.py": ["--calls", "2", "--models", "copy"],
+    "decode_cache.py": ["--quick"],
     "felt_latency.py": ["--only", "home:language", "--flips", "1"],
     "forward.py": ["--calls", "3"],
     "load.py": ["--sessions", "2", "--rounds", "1", "--think", "0.1", "0.3", "--ramp", "0.5", "--trainers", "1",
