@@ -20,12 +20,12 @@ QUICK: dict[str, list[str]] = {  # script -> the arguments of a smoke run (secon
     "attention_view.py": ["--calls", "2", "--models", "copy"],
     "decode_cache.py": ["--quick"],
     "felt_latency.py": ["--only", "home:language", "--flips", "1"],
-    "forward.py": ["--calls", "3"],
+    "forward.py": ["--calls", "20"],  # 20 blocks of calls // 20
     "load.py": ["--sessions", "2", "--rounds", "1", "--think", "0.1", "0.3", "--ramp", "0.5", "--trainers", "1",
                 "--train-steps", "5", "--timeout", "300"],
     "replicas.py": ["--sessions", "4", "--uploaders", "1", "--trainers", "1", "--train-steps", "5", "--think",
                     "0.1", "0.3", "--ramp", "1"],
-    "train_speed.py": ["--quick", "--max-steps", "100", "--variants"],
+    "train_speed.py": ["--quick", "--max-steps", "50", "--variants"],
     # The first UI run waits WARMUP_SETTLE_S (10 s, two websocket pings) on the open page before its
     # Start click: a client that stops reading the socket while it waits is dropped there.
     "train_ui_overhead.py": ["--steps", "20", "--repeats", "1"],
