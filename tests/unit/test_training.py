@@ -42,6 +42,7 @@ def test_start_pause_resume_stop_and_no_thread_left():
     assert threading.active_count() == before
 
 
+@pytest.mark.slow
 def test_same_seed_same_loss_history_even_when_runs_overlap():
     cfg = TrainingConfig(max_steps=25, **FAST)
     solo = TrainingRun(cfg, device="cpu").train_until_done()
