@@ -5,7 +5,7 @@ Page authors reuse these in ``tests/e2e/test_<page>_browser.py``::
     from ui.i18n import translate
 
     def test_attention_heads_slider(page, wait_for_app, screenshot):
-        p = page("/attention?lang=zh&heads=2")        # a tab on the shared server, app run finished
+        p = page("/attention?lang=zh&heads=2")        # a new tab on the shared server, app run finished
         assert p.locator("h1").first.inner_text() == translate("attention.title", "zh")
         p.get_by_role("slider").first.press("ArrowRight")
         wait_for_app(p)                                  # the rerun that the change caused has finished
@@ -16,10 +16,8 @@ Fixtures:
 * ``server_url``: base URL (no trailing slash) of one server shared by the whole session;
 * ``fresh_server_url``: a server of its own, started for one test (deep links on a fresh server);
 * ``browser``: Debian chromium (``/usr/bin/chromium``, or ``$TP_CHROMIUM``), headless, shared;
-* ``page``: factory ``page(path="", *, locale="en-US", base_url=None, tab=None) -> playwright Page`` that
-  opens ``path`` (a full page load, a new session) in a tab of the module's browser context for
-  ``locale`` (``browser_tabs``: tabs are reused test after test) and waits for the app's run to
-  finish;
+* ``page``: factory ``page(path="", *, locale="en-US", base_url=None) -> playwright Page`` that
+  opens ``path`` in a new browser context and waits for the app's run to finish;
 * ``wait_for_app`` / ``screenshot``: the module functions below, as fixtures.
 
 No chromium: the tests skip with the reason, except under ``CI=true`` where that (and any other
@@ -52,7 +50,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SERVER_START_TIMEOUT_S = 90
-VIEWPORT = {"width": 1440, "height": 1000}
 APP_RUN_TIMEOUT_MS = 90_000  # a first run imports torch; the test machine may be busy
 EXCEPTION = '[data-testid="stException"]'
 
@@ -158,59 +155,21 @@ def screenshot_fixture() -> Callable:
     return screenshot
 
 
-@pytest.fixture(scope="module")
-def browser_tabs(browser) -> Iterator[tuple[Callable, Callable]]:
-    """``(take, give_back)``: the module's browser tabs, one context per locale, reused test after test.
-
-    A module's tests walk their page in one browser context and, where they can, one tab: a test's
-    ``page(...)`` navigates a tab an earlier test gave back (a full page load and a new Streamlit
-    session, as a new tab has) instead of opening a new tab, which costs a new renderer and compiling
-    the app's scripts again (about 3 times as long). A test that closes a tab or its context gets new
-    ones.
-    """
-    contexts: dict[str, object] = {}
-    idle: dict[str, list] = {}
-
-    def take(locale: str):
-        while idle.get(locale):
-            tab = idle[locale].pop()
-            if not tab.is_closed():
-                return tab
-        context = contexts.get(locale)
-        if context is None:
-            context = browser.new_context(locale=locale, viewport=VIEWPORT)
-            context.set_default_timeout(APP_RUN_TIMEOUT_MS)
-            context.on("close", lambda closed, locale=locale: contexts.pop(locale, None))
-            contexts[locale] = context
-        return context.new_page()
-
-    def give_back(tab, locale: str) -> None:
-        if not tab.is_closed():
-            idle.setdefault(locale, []).append(tab)
-
-    yield take, give_back
-    for context in list(contexts.values()):
-        context.close()
-
-
 @pytest.fixture
-def page(browser_tabs, server_url) -> Iterator[Callable]:
-    """Factory: ``page("/attention?lang=zh", locale="zh-CN")`` -> a Page (1440 x 1000) whose first run
-    finished: a tab of the module's context for ``locale`` (``browser_tabs``), not in use by this test."""
-    take, give_back = browser_tabs
-    taken = []
+def page(browser, server_url) -> Iterator[Callable]:
+    """Factory: ``page("/attention?lang=zh", locale="zh-CN")`` -> a Page whose first run finished."""
+    contexts = []
 
-    def open_page(path: str = "", *, locale: str = "en-US", base_url: str | None = None, tab=None):
-        """``tab``: load ``path`` in this tab of the test's (its session ends) instead of another one."""
-        if tab is None:
-            tab = take(locale)
-            taken.append((tab, locale))
-        tab.set_viewport_size(VIEWPORT)  # an earlier test may have narrowed it
+    def open_page(path: str = "", *, locale: str = "en-US", base_url: str | None = None):
+        context = browser.new_context(locale=locale, viewport={"width": 1440, "height": 1000})
+        context.set_default_timeout(APP_RUN_TIMEOUT_MS)
+        contexts.append(context)
+        tab = context.new_page()
         tab.goto(f"{base_url or server_url}{path if path.startswith('/') or not path else '/' + path}")
         wait_for_app(tab)
         tab.locator('[data-testid="stMain"] h1').first.wait_for()
         return tab
 
     yield open_page
-    for tab, locale in taken:
-        give_back(tab, locale)
+    for context in contexts:
+        context.close()

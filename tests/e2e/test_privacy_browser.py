@@ -30,4 +30,3 @@ def test_every_page_loads_only_from_the_apps_own_server(page, server_url, wait_f
     icon = p.locator('link[rel~="icon"]').first.get_attribute("href")
     assert icon and not icon.startswith(("http://", "https://")) or urlsplit(icon).netloc == own, icon
     assert translate("common.app_title", lang) in p.title()
-    p.context.close()  # the next test starts with an empty cache: every request of its first load is seen

@@ -40,13 +40,13 @@ def assert_shell(p, key: str, lang: str) -> None:
 def test_deep_links_on_a_fresh_server(page, fresh_server_url, screenshot):
     """Every page opened by its own URL before any session has run the router."""
     order = [s for s in TOUR if not s.is_default] + [TOUR[0]]  # the first request is a deep link
-    p = None
     for lang in LANGS:
         for s in order:
-            p = page(f"/{s.url_path}?lang={lang}", base_url=fresh_server_url, tab=p)  # one session at a time
+            p = page(f"/{s.url_path}?lang={lang}", base_url=fresh_server_url)
             assert_shell(p, s.key, lang)
             assert path_of(p.url) == s.url_path
             screenshot(p, f"page_{s.key}_{lang}")
+            p.context.close()
 
 
 def test_language_follows_the_browser_locale(page):
