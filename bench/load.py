@@ -45,7 +45,7 @@ training page prints its run's state for the report) unless ``--url`` names a ru
 ``errors`` and the rest). Target on the project's 2-core machine: 30 sessions, p95 < 2 s, 0 errors.
 
 The client is importable (``import bench.load``): :func:`run_load` is what the short load test
-in ``tests/e2e/test_load_short.py`` runs, and :class:`Session` drives one visitor.
+in ``tests/ops/test_load_short.py`` runs, and :class:`Session` drives one visitor.
 """
 from __future__ import annotations
 

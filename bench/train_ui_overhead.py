@@ -50,6 +50,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-backg
 STATS = re.compile(r"training-run-stats: state=(\w+) step=(\d+) elapsed_s=([\d.]+)")
 TIMEOUT_S = 1800
 WARMUP_SETTLE_S = 10.0
+OPEN_ATTEMPTS = 3
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -126,7 +127,7 @@ def through_the_page(args: argparse.Namespace, browser, url: str, settle_s: floa
         page.set_default_timeout(120_000)
         page.goto(f"{url}/training?{page_query(args)}")
         page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-        time.sleep(settle_s)
+        page.wait_for_timeout(settle_s * 1000)
         page.get_by_role("button", name=translate("training.control.start", "en")).click()
         start = time.perf_counter()
         while True:  # the visitor watching: read the page once a second
@@ -152,14 +153,26 @@ def through_websocket(args: argparse.Namespace, url: str, settle_s: float = 0.0)
     """The same run started and watched by a websocket client that speaks to the server as the
     browser does (``bench/load.py``: it answers the page's once-a-second fragment reruns), without
     drawing anything: in a classroom the drawing happens on the student's computer."""
-    from bench.load import START_BUTTON, Session
+    from bench.load import START_BUTTON, Session, SessionError
 
-    session = Session(url, "watcher", request_timeout=120).connect()
+    for attempt in range(1, OPEN_ATTEMPTS + 1):
+        session = Session(url, "watcher", request_timeout=120).connect()
+        try:
+            session.open("training", page_query(args))
+            if session.errors:
+                raise RuntimeError(f"the training page failed: {session.errors}")
+            # Wait as a browser tab does: reading the socket, so the server's websocket pings get
+            # their pongs (a bare sleep longer than the ping interval gets the connection dropped).
+            session.idle(settle_s)
+            break
+        except SessionError as exc:
+            # A server still warming up on a busy machine can miss a pong and drop the connection;
+            # a browser tab reconnects then, and so does this client (before the run, never during).
+            session.close()
+            if attempt == OPEN_ATTEMPTS:
+                raise
+            print(f"watcher dropped before the run ({exc}); reconnecting", file=sys.stderr, flush=True)
     try:
-        session.open("training", page_query(args))
-        if session.errors:
-            raise RuntimeError(f"the training page failed: {session.errors}")
-        time.sleep(settle_s)
         start = time.perf_counter()
         session.click(START_BUTTON)
         session.watch_run(TIMEOUT_S)

@@ -21,8 +21,9 @@ Fixtures:
 * ``wait_for_app`` / ``screenshot``: the module functions below, as fixtures.
 
 No chromium: the tests skip with the reason, except under ``CI=true`` where that (and any other
-skip in tests/e2e) is a failure. ``playwright install`` is never needed. The servers run with
-``TP_I18N_STRICT=1``, so a missing translation shows up as an exception element.
+skip in tests/e2e and tests/ops: ``tests/conftest.py``) is a failure. ``playwright install`` is
+never needed. The servers run with ``TP_I18N_STRICT=1``, so a missing translation shows up as an
+exception element. Under pytest-xdist each worker has its own ``server_url`` and ``browser``.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ import pytest
 from playwright.sync_api import expect
 
 from bench import server as bench_server
+from tests.conftest import in_ci  # noqa: F401 (tests/ops import it from here too)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -53,21 +55,6 @@ EXCEPTION = '[data-testid="stException"]'
 
 # Assertions retry for this long (Playwright's default is 5 s, too short on a busy CI machine).
 expect.set_options(timeout=60_000)
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    """Under CI a skipped browser test is a failed one: the browser tests must really run."""
-    outcome = yield
-    report = outcome.get_result()
-    if in_ci() and report.skipped and Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
-        report.outcome = "failed"
-        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
-        report.longrepr = f"CI=true: browser tests must run, but this one was skipped: {reason}"
 
 
 # ------------------------------------------------------------------ the Streamlit server
@@ -89,7 +76,7 @@ stop_server = bench_server.stop_server
 
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
-    proc, url = start_server("server")
+    proc, url = start_server(f"server-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}")  # one per xdist worker
     try:
         yield url
     finally:

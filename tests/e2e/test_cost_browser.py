@@ -16,7 +16,6 @@ from ui import models
 from ui.i18n import translate
 
 pytestmark = [
-    pytest.mark.e2e,
     pytest.mark.skipif(not models.shipped_models(), reason="no shipped model in assets/checkpoints"),
 ]
 MEASURE_TIMEOUT_MS = 120_000

@@ -15,7 +15,6 @@ from ui import models
 from ui.i18n import translate
 
 pytestmark = [
-    pytest.mark.e2e,
     pytest.mark.skipif(not models.shipped_models(), reason="no shipped model in assets/checkpoints"),
 ]
 ENDED = f"{MAIN} [data-testid='stAlertContentSuccess'], {MAIN} [data-testid='stAlertContentWarning']"

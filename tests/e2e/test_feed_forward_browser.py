@@ -14,7 +14,6 @@ from ui import models
 from ui.i18n import LANGS, translate
 
 pytestmark = [
-    pytest.mark.e2e,
     pytest.mark.skipif(not models.shipped_models(), reason="no shipped model in assets/checkpoints"),
 ]
 

@@ -16,7 +16,6 @@ from tests.e2e.conftest import ARTIFACTS
 from tests.e2e.widgets import EXCEPTION, query, widget
 from ui.i18n import LANGS, translate
 
-pytestmark = pytest.mark.e2e
 
 PLOT = ".js-plotly-plot"
 PHONE = {"width": 390, "height": 844}

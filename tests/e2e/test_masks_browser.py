@@ -12,7 +12,6 @@ from playwright.sync_api import expect
 
 from ui.i18n import LANGS, translate
 
-pytestmark = pytest.mark.e2e
 
 EXCEPTION = '[data-testid="stException"]'
 PLOT = ".js-plotly-plot"

@@ -9,7 +9,6 @@ import pytest
 
 from ui.i18n import LANGS
 
-pytestmark = pytest.mark.e2e
 
 PHONE = {"width": 390, "height": 844}
 VIEWS = (  # every page, and the sections of a page that draw something else

@@ -9,7 +9,6 @@ import pytest
 from ui.i18n import LANGS, translate
 from ui.tour import TOUR
 
-pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.parametrize("lang", LANGS)

@@ -10,7 +10,6 @@ from playwright.sync_api import expect
 from ui.i18n import LANGS, translate
 from ui.tour import TOUR, neighbours
 
-pytestmark = pytest.mark.e2e
 
 EXCEPTION = '[data-testid="stException"]'
 

@@ -14,7 +14,6 @@ from playwright.sync_api import expect
 from tests.e2e.widgets import paste_into
 from ui.i18n import LANGS, translate
 
-pytestmark = pytest.mark.e2e
 
 EXCEPTION = '[data-testid="stException"]'
 PLOT = ".js-plotly-plot"

@@ -16,7 +16,6 @@ from playwright.sync_api import expect
 
 from ui.i18n import LANGS, translate
 
-pytestmark = pytest.mark.e2e
 
 EXCEPTION = '[data-testid="stException"]'
 CHART = '[data-testid="stVegaLiteChart"]'

@@ -12,7 +12,6 @@ from playwright.sync_api import expect
 from tests.e2e import conftest as _conftest
 from ui.i18n import translate
 
-pytestmark = pytest.mark.e2e
 
 EXCEPTION = '[data-testid="stException"]'
 CHART = '[data-testid="stVegaLiteChart"]'

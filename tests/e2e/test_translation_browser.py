@@ -17,7 +17,6 @@ from ui import models
 from ui.i18n import translate
 
 pytestmark = [
-    pytest.mark.e2e,
     pytest.mark.skipif(any(not models.checkpoint_path(m).exists() for m in ("en-zh", "zh-en")),
                        reason="no shipped en-zh / zh-en checkpoint in assets/checkpoints"),
 ]

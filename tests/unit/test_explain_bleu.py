@@ -155,6 +155,7 @@ def ckpt() -> Ckpt:
     return Ckpt()
 
 
+@pytest.mark.slow
 def test_chunks_follow_one_seeded_stream_and_match_one_by_one_greedy_decoding(ckpt):
     first, second = eb.decode_chunk(ckpt, 7, 0), eb.decode_chunk(ckpt, 7, 1)
     assert len(first) == len(second) == eb.CHUNK

@@ -94,6 +94,7 @@ def attempt(data: bytes) -> None:
         pass
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux's /proc")
 def test_refusals_keep_no_memory_and_never_build_anything_big():
     attempts = 8

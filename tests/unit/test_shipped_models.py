@@ -16,6 +16,7 @@ FRESH_SEED = 20261122  # not the training seed (0) nor its held-out set's
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/unit/conftest.py
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_name", list(REQUIRED))
 def test_shipped_model_solves_fresh_samples(task_name):
     path = pretrained_path(task_name)

@@ -27,6 +27,7 @@ def translate(ckpt, task, sources: list[str]) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_name", ["en-zh", "zh-en"])
 def test_shipped_translation_model_on_fresh_sentences(task_name):
     path = pretrained_path(task_name)

@@ -42,6 +42,7 @@ def test_start_pause_resume_stop_and_no_thread_left():
     assert threading.active_count() == before
 
 
+@pytest.mark.slow
 def test_same_seed_same_loss_history_even_when_runs_overlap():
     cfg = TrainingConfig(max_steps=25, **FAST)
     solo = TrainingRun(cfg, device="cpu").train_until_done()
@@ -79,6 +80,7 @@ def test_two_runs_are_isolated():
     assert b.snapshot().step == 0
 
 
+@pytest.mark.slow
 def test_training_learns_the_tiny_copy_task():
     cfg = TrainingConfig(task="copy", task_max_len=4, task_alphabet="abc", preset="tiny", batch_size=32,
                          warmup=100, factor=1.0, dropout=0.0, max_steps=400, eval_every=50, eval_size=50,

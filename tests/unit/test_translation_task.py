@@ -327,6 +327,7 @@ def test_bleu_uses_chinese_tokenisation():
         corpus_bleu(["a"], [], tokenize="13a")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["en-zh", "zh-en"])
 def test_the_tiny_model_learns_a_translation_task_in_a_few_hundred_steps(task):
     """What the Training page promises for a live run: the tiny size passes 90 % exact match within 400 steps."""

@@ -230,6 +230,7 @@ def test_token_labels_are_escaped_and_visible(token):
         assert all(ch in cell for ch in token if ch.isprintable())  # printable text stays as typed
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(texts=st.lists(USER_TEXT, min_size=1, max_size=4), task=st.one_of(
     st.sampled_from([*TASKS, None, "no-such-task", ""]), st.text(max_size=20)))
@@ -319,6 +320,7 @@ def page_sentence(text: str, max_chars: int) -> str | None:
     return prepared.sentences[0] if prepared.sentences else None
 
 
+@pytest.mark.slow
 @MODEL_PROPERTY
 @given(text=USER_TEXT, target=st.one_of(st.none(), USER_TEXT))
 @example(text=MEGABYTE, target=MEGABYTE)
@@ -334,6 +336,7 @@ def test_attention_views_of_any_sentence(text, target):
     assert xa.greedy_answer(CKPT, source) == answer
 
 
+@pytest.mark.slow
 @MODEL_PROPERTY
 @given(text=USER_TEXT, target=USER_TEXT, strategy=st.sampled_from(dv.STRATEGIES))
 @example(text=MEGABYTE, target=MEGABYTE, strategy="beam")

@@ -281,6 +281,7 @@ def test_the_layers_keep_the_names_the_pages_read():
 
 
 # -- training ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("task, kw", [
     ("copy", dict(norm_first=True)),
     ("copy", dict(norm_kind="rms")),

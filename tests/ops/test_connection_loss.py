@@ -29,7 +29,6 @@ import pytest
 from bench import load
 from tests.e2e import conftest as _conftest
 
-pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 PING_S = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["server"]["websocketPingInterval"]

@@ -32,7 +32,7 @@ import pytest
 from bench import load
 from tests.e2e import conftest as _conftest  # the server starter and timeouts of the browser tests
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 SESSIONS = 50
 WAVE = 10  # sessions connected at once

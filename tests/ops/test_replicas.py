@@ -31,7 +31,7 @@ import pytest
 from bench import replicas
 from tests.e2e.conftest import ARTIFACTS, in_ci
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SESSIONS = 40

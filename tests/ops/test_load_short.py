@@ -16,7 +16,6 @@ import pytest
 from bench import load
 from tests.e2e import conftest as _conftest  # the server starter and timeouts of the browser tests
 
-pytestmark = pytest.mark.e2e
 
 SESSIONS = 5
 ROUNDS = 2
