@@ -115,7 +115,7 @@ def arrows(label: Text, path: str, id: str, setup: tuple[Step, ...] = ()) -> Row
 
 
 HOME, TOK, MASKS, ATT = "/?lang=en", "/tokens?lang=en", "/masks?lang=en", "/attention?lang=en"
-ATT_FIRST = ATT + "&att_layer=1&att_head=1"  # the page opens on the most focused head: start from 1/1 explicitly
+ATT_FIRST = ATT + "&attention_layer=1&attention_head=1"  # the page opens on the most focused head: start from 1/1 explicitly
 POS, DEC, TRAIN = "/positional-encoding?lang=en", "/decoding?lang=en", "/training?lang=en"
 LN = "/layer-norm?lang=en&model=copy"
 BATCH = "hello world\nattention is all you need\nhi!"  # the copy model's (LayerNorm rows)
@@ -173,14 +173,14 @@ ROWS: list[Row] = [
     Row("ffn:sentence", "/feed-forward?lang=en", text("Sentence", "the cat sat"), text("Sentence", "hello world")),
     pick("Show", "Inside one layer", "Position-wise", "/feed-forward?lang=en", "ffn:section-position"),
     pick("Show", "Inside one layer", "Parameters", "/feed-forward?lang=en", "ffn:section-params"),
-    Row("ffn:copy-to", "/feed-forward?lang=en&ff_view=position", select("into position", "4: apples"),
+    Row("ffn:copy-to", "/feed-forward?lang=en&feed_forward_view=position", select("into position", "4: apples"),
         select("into position", "1: cat")),
     pick("Stack", "Encoder", "Decoder", "/residual-stream?lang=en", "residual:stack"),
     Row("residual:token", "/residual-stream?lang=en", select("Follow one token", "2: ate"),
         select("Follow one token", "0: the")),
     pick("Show", "Vector and update, sublayer by sublayer", "Switch a residual connection off",
          "/residual-stream?lang=en", "residual:section-off"),
-    Row("residual:switch-off", "/residual-stream?lang=en&rs_view=off",
+    Row("residual:switch-off", "/residual-stream?lang=en&residual_stream_view=off",
         select("Residual connections to switch off", "Encoder · layer 1 · self-attention"),
         unselect("Residual connections to switch off")),
     Row("nav:attention-positional", ATT, nav("Positional encoding"), nav("Attention")),
@@ -223,8 +223,8 @@ ROWS: list[Row] = [
     pick("Show", "Logits and softmax", "Worked numbers", "/output-and-loss?lang=en", "output:section-seed"),
     pick("Show", "Logits and softmax", "Loss of the sentence", "/output-and-loss?lang=en", "output:section-loss"),
     pick("Show", "Logits and softmax", "Label smoothing", "/output-and-loss?lang=en", "output:section-smoothing"),
-    arrows("Label smoothing ε", "/output-and-loss?lang=en&out_view=smoothing", "output:epsilon"),
-    arrows("Position (the token it should write)", "/output-and-loss?lang=en&out_view=smoothing",
+    arrows("Label smoothing ε", "/output-and-loss?lang=en&output_and_loss_view=smoothing", "output:epsilon"),
+    arrows("Position (the token it should write)", "/output-and-loss?lang=en&output_and_loss_view=smoothing",
            "output:smoothing-position"),
     Row("nav:decoding-training", DEC, nav("Training"), nav("Decoding")),
     pick("Show", "The model on N samples", "One sentence by hand", "/bleu?lang=en", "bleu:section-worked"),

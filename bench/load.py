@@ -83,13 +83,13 @@ PAGE_WIDGETS: dict[str, str] = {
     "": "lang",
     "tokens": "tokens.side",
     "masks": "masks.padding",
-    "positional-encoding": "positional.pair",
+    "positional-encoding": "positional_encoding.pair",
     "attention": "attention.head",
-    "feed-forward": "ffn.stack",
-    "residual-stream": "residual.stack",
-    "layer-norm": "layernorm.site",
+    "feed-forward": "feed_forward.stack",
+    "residual-stream": "residual_stream.stack",
+    "layer-norm": "layer_norm.site",
     "decoding": "decoding.step",
-    "output-and-loss": "output.temperature",
+    "output-and-loss": "output_and_loss.temperature",
     "bleu": "bleu.noise",
     # The cost page's only view control (its log-axes toggle) appears after a measurement, which a
     # visitor has to ask for; before that the language radio is the control every visitor has.

@@ -26,21 +26,21 @@ def test_attention_every_control(page, wait_for_app, screenshot):
     screenshot(p, "attention_overview_en")
 
     for kind in ("decoder", "cross", "encoder"):
-        choose(p, wait_for_app, "attention.kind", translate(f"attention.kind.{kind}", "en"), "att_kind", kind)
+        choose(p, wait_for_app, "attention.kind", translate(f"attention.kind.{kind}", "en"), "attention_kind", kind)
         expect(widget(p, "attention.zoom")).to_contain_text(translate(f"attention.kind.{kind}", "en"))
-    choose(p, wait_for_app, "attention.kind", translate("attention.kind.cross", "en"), "att_kind", "cross")
-    choose(p, wait_for_app, "attention.layer", "1", "att_layer", "1")
-    choose(p, wait_for_app, "attention.head", "2", "att_head", "2")
+    choose(p, wait_for_app, "attention.kind", translate("attention.kind.cross", "en"), "attention_kind", "cross")
+    choose(p, wait_for_app, "attention.layer", "1", "attention_layer", "1")
+    choose(p, wait_for_app, "attention.head", "2", "attention_head", "2")
     expect(widget(p, "attention.zoom")).to_contain_text("layer 1, head 2")
     # Layer and head live in one fragment: a new head keeps the layer, a new layer keeps the head.
     cfg = models.get_model("copy").model.config
     last_layer, last_head = str(cfg.n_layers), str(cfg.n_heads)
-    choose(p, wait_for_app, "attention.layer", last_layer, "att_layer", last_layer)
+    choose(p, wait_for_app, "attention.layer", last_layer, "attention_layer", last_layer)
     expect(widget(p, "attention.zoom")).to_contain_text(f"layer {last_layer}, head 2")
-    choose(p, wait_for_app, "attention.head", last_head, "att_head", last_head)
+    choose(p, wait_for_app, "attention.head", last_head, "attention_head", last_head)
     expect(widget(p, "attention.zoom")).to_contain_text(f"layer {last_layer}, head {last_head}")
-    assert query(p)["att_layer"] == last_layer
-    choose(p, wait_for_app, "attention.layer", "1", "att_layer", "1")
+    assert query(p)["attention_layer"] == last_layer
+    choose(p, wait_for_app, "attention.layer", "1", "attention_layer", "1")
     expect(widget(p, "attention.zoom")).to_contain_text(f"layer 1, head {last_head}")
 
     # A click on the last small map (bottom right of the one chart) selects its layer and head.
@@ -48,9 +48,9 @@ def test_attention_every_control(page, wait_for_app, screenshot):
     plot_area.scroll_into_view_if_needed()
     box = plot_area.bounding_box()
     p.mouse.click(box["x"] + box["width"] * 0.9, box["y"] + box["height"] * 0.8)
-    p.wait_for_url(re.compile(rf"att_layer={cfg.n_layers}(&|$)"))
+    p.wait_for_url(re.compile(rf"attention_layer={cfg.n_layers}(&|$)"))
     wait_for_app(p)
-    assert query(p)["att_head"] == str(cfg.n_heads)
+    assert query(p)["attention_head"] == str(cfg.n_heads)
     expect(widget(p, "attention.zoom")).to_contain_text(f"layer {last_layer}, head {last_head}")
     screenshot(p, "attention_grid_click_en")
 
@@ -70,27 +70,27 @@ def test_attention_every_control(page, wait_for_app, screenshot):
     assert len({int(r[2]) for r in rows}) == n_queries
     assert len(rows) == cfg.n_layers * cfg.n_heads * n_queries * len({int(r[4]) for r in rows})
 
-    choose(p, wait_for_app, "attention.section", translate("attention.section.heads", "en"), "att_view", "heads")
+    choose(p, wait_for_app, "attention.section", translate("attention.section.heads", "en"), "attention_view", "heads")
     expect(charts(p, "attention.head_view")).to_have_count(1)
     widget(p, "attention.all_heads").get_by_text(translate("attention.heads.all", "en"), exact=True).click()
-    p.wait_for_url(re.compile(r"att_all=false"))
+    p.wait_for_url(re.compile(r"attention_all=false"))
     wait_for_app(p)
     screenshot(p, "attention_head_view_en")
 
-    choose(p, wait_for_app, "attention.section", translate("attention.section.inside", "en"), "att_view", "inside")
+    choose(p, wait_for_app, "attention.section", translate("attention.section.inside", "en"), "attention_view", "inside")
     for key in ("attention.vectors", "attention.scores", "attention.weights"):
         expect(charts(p, key)).to_have_count(1)
     widget(p, "attention.scale").get_by_text(translate("attention.inside.scale", "en"), exact=True).click()
-    p.wait_for_url(re.compile(r"att_scale=false"))
+    p.wait_for_url(re.compile(r"attention_scale=false"))
     wait_for_app(p)
     expect(p.get_by_text(translate("attention.inside.scores_raw", "en"))).to_be_visible()
     screenshot(p, "attention_inside_unscaled_en")
 
-    choose(p, wait_for_app, "attention.section", translate("attention.section.stats", "en"), "att_view", "stats")
+    choose(p, wait_for_app, "attention.section", translate("attention.section.stats", "en"), "attention_view", "stats")
     expect(p.locator(f"{MAIN} [data-testid='stDataFrame']")).to_have_count(1)
     screenshot(p, "attention_stats_en")
 
-    choose(p, wait_for_app, "attention.section", translate("attention.section.ablation", "en"), "att_view",
+    choose(p, wait_for_app, "attention.section", translate("attention.section.ablation", "en"), "attention_view",
            "ablation")
     option = translate("attention.ablation.option", "en", kind=translate("attention.kind.cross", "en"), layer=1,
                        head=1)
@@ -98,7 +98,7 @@ def test_attention_every_control(page, wait_for_app, screenshot):
     box.click()
     box.press_sequentially(option)
     box.press("Enter")
-    p.wait_for_url(re.compile(r"att_off=cross-1-1"))
+    p.wait_for_url(re.compile(r"attention_off=cross-1-1"))
     p.keyboard.press("Escape")
     wait_for_app(p)
     expect(p.get_by_text(translate("attention.ablation.probability_same", "en"))).to_be_visible()
@@ -108,7 +108,7 @@ def test_attention_every_control(page, wait_for_app, screenshot):
 
 
 def test_attention_in_chinese_with_bad_input(page, wait_for_app, screenshot):
-    p = page("/attention?model=copy&lang=zh&att_view=inside&att_kind=decoder", locale="zh-CN")
+    p = page("/attention?model=copy&lang=zh&attention_view=inside&attention_kind=decoder", locale="zh-CN")
     expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("attention.title", "zh"))
     expect(p.get_by_text(translate("attention.section.inside", "zh"), exact=True)).to_be_visible()
     screenshot(p, "attention_inside_zh")
@@ -157,7 +157,7 @@ def locale(lang: str) -> str:
 def test_all_heads_are_side_by_side_panels_each_in_its_own_colour(page, screenshot, lang):
     """Issue #24: overlaid, four heads' translucent lines blended into one brown tangle. Each head now has
     its own panel: the lines of one colour never reach into another colour's panel."""
-    p = page(f"/attention?lang={lang}&model=reverse&att_view=heads&att_kind=cross&att_all=true",
+    p = page(f"/attention?lang={lang}&model=reverse&attention_view=heads&attention_kind=cross&attention_all=true",
              locale=locale(lang))
     chart = charts(p, "attention.head_view")
     expect(chart).to_have_count(1)
@@ -186,12 +186,12 @@ def test_reverse_opens_on_its_sharpest_cross_attention_head_and_the_statistics_s
     ckpt = models.get_model("reverse")
     layer, head = most_focused_head(attention_maps(attention_view(ckpt, get_task("reverse").example), "cross"))
     assert layer == ckpt.model.config.n_layers, "the anti-diagonal heads are in the last layer"
-    p = page(f"/attention?lang={lang}&model=reverse&att_kind=cross", locale=locale(lang))
-    expect(p).to_have_url(re.compile(rf"att_layer={layer}&att_head={head}|att_head={head}.*att_layer={layer}"))
+    p = page(f"/attention?lang={lang}&model=reverse&attention_kind=cross", locale=locale(lang))
+    expect(p).to_have_url(re.compile(rf"attention_layer={layer}&attention_head={head}|attention_head={head}.*attention_layer={layer}"))
     for key, value in (("attention.layer", layer), ("attention.head", head)):
         expect(widget(p, key).get_by_role("radio", name=str(value), exact=True)).to_be_checked()
     screenshot(p, f"attention_reverse_focused_{lang}")
-    choose(p, wait_for_app, "attention.section", translate("attention.section.stats", lang), "att_view", "stats")
+    choose(p, wait_for_app, "attention.section", translate("attention.section.stats", lang), "attention_view", "stats")
     chart = charts(p, "attention.stats_chart")
     expect(chart).to_have_count(1)
     labels = boxes(chart.locator(".barlayer text"))

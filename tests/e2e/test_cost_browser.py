@@ -23,31 +23,31 @@ MEASURE_TIMEOUT_MS = 120_000
 
 def measured(p, wait_for_app, lang: str) -> None:
     """Press the button if the page still shows it, and wait for the chart."""
-    button = widget(p, "cost.measure").get_by_role("button")
+    button = widget(p, "attention_cost.measure").get_by_role("button")
     if button.count():
         button.click()
-    expect(charts(p, "cost.chart")).to_have_count(1, timeout=MEASURE_TIMEOUT_MS)
+    expect(charts(p, "attention_cost.chart")).to_have_count(1, timeout=MEASURE_TIMEOUT_MS)
     wait_for_app(p)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_cost_page_table_measurement_and_axes(page, wait_for_app, screenshot, lang):
     p = page(f"/attention-cost?lang={lang}", locale="zh-CN" if lang == "zh" else "en-US")
-    expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("cost.title", lang))
+    expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("attention_cost.title", lang))
     table = p.locator(f"{MAIN} table").first
-    expect(table).to_contain_text(translate("cost.table.row_self_attention", lang))
-    expect(table).to_contain_text(translate("cost.table.col_path", lang))
+    expect(table).to_contain_text(translate("attention_cost.table.row_self_attention", lang))
+    expect(table).to_contain_text(translate("attention_cost.table.col_path", lang))
     measured(p, wait_for_app, lang)
     expect(p.locator(f"{MAIN} [data-testid='stMetric']")).to_have_count(2)
     screenshot(p, f"cost_measured_{lang}")
 
-    widget(p, "cost.log").get_by_text(translate("cost.result.log", lang), exact=True).click()
-    p.wait_for_url(re.compile(r"cst_log=false"))
+    widget(p, "attention_cost.log").get_by_text(translate("attention_cost.result.log", lang), exact=True).click()
+    p.wait_for_url(re.compile(r"attention_cost_log=false"))
     wait_for_app(p)
-    expect(charts(p, "cost.chart")).to_have_count(1)
+    expect(charts(p, "attention_cost.chart")).to_have_count(1)
     screenshot(p, f"cost_linear_{lang}")
     with p.expect_download() as download:
-        widget(p, "cost.export").get_by_role("button").click()
+        widget(p, "attention_cost.export").get_by_role("button").click()
     lines = download.value.path().read_text(encoding="utf-8").splitlines()
     assert lines[0] == "length,path,seconds,memory_bytes"
     assert {line.split(",")[1] for line in lines[1:]} == {"explicit", "sdpa"}
@@ -59,7 +59,7 @@ def test_cost_page_fits_a_phone_wide_window(page, wait_for_app, screenshot):
     p.set_viewport_size({"width": 390, "height": 844})
     wait_for_app(p)
     measured(p, wait_for_app, "en")
-    for element in (p.locator(f"{MAIN} [data-testid='stTable']").first, charts(p, "cost.chart")):
+    for element in (p.locator(f"{MAIN} [data-testid='stTable']").first, charts(p, "attention_cost.chart")):
         box = element.bounding_box()  # the table scrolls inside its box rather than running off the screen
         assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
     screenshot(p, "cost_390px")
@@ -68,13 +68,13 @@ def test_cost_page_fits_a_phone_wide_window(page, wait_for_app, screenshot):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_what_attention_produces_in_both_languages(page, wait_for_app, screenshot, lang):
-    p = page(f"/attention?lang={lang}&att_view=inside&att_kind=encoder&att_layer=1&att_head=1",
+    p = page(f"/attention?lang={lang}&attention_view=inside&attention_kind=encoder&attention_layer=1&attention_head=1",
              locale="zh-CN" if lang == "zh" else "en-US")
     expect(p.get_by_text(translate("attention.head_output.heading", lang), exact=True)).to_be_visible()
     chart = charts(p, "attention.head_output")
     expect(chart).to_have_count(1)
     expect(chart.locator(".annotation-text")).to_have_count(3)  # the three steps' titles, shapes in them
-    choose(p, wait_for_app, "attention.head", "2", "att_head", "2")
+    choose(p, wait_for_app, "attention.head", "2", "attention_head", "2")
     expect(chart.locator(".annotation-text").first).to_contain_text("2")
     chart.scroll_into_view_if_needed()
     screenshot(p, f"attention_head_output_{lang}")
@@ -86,7 +86,7 @@ def test_what_attention_produces_in_both_languages(page, wait_for_app, screensho
 
 
 def test_what_attention_produces_fits_a_phone_wide_window(page, wait_for_app, screenshot):
-    p = page("/attention?lang=en&att_view=inside&att_kind=cross")
+    p = page("/attention?lang=en&attention_view=inside&attention_kind=cross")
     p.set_viewport_size({"width": 390, "height": 844})
     wait_for_app(p)
     chart = charts(p, "attention.head_output")

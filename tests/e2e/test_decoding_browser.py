@@ -26,9 +26,9 @@ def step_status(p, step: int | str, n: int | str = r"\d+"):
 
 
 def click_step(p, wait_for_app, button: str, expected: int) -> None:
-    """Click ‹ Previous or Next › (``button``: "prev" / "next") and wait for ``?dec_step=expected``."""
+    """Click ‹ Previous or Next › (``button``: "prev" / "next") and wait for ``?decoding_step=expected``."""
     widget(p, f"decoding.{button}").get_by_role("button").click()
-    p.wait_for_url(re.compile(rf"dec_step={expected}(&|$)"))
+    p.wait_for_url(re.compile(rf"decoding_step={expected}(&|$)"))
     wait_for_app(p)
 
 
@@ -54,54 +54,54 @@ def test_decoding_every_control(page, wait_for_app, screenshot):
     slider = step_slider(p)
     slider.focus()
     slider.press("End")
-    p.wait_for_url(re.compile(r"dec_step=(?!2(&|$))\d+"))
+    p.wait_for_url(re.compile(r"decoding_step=(?!2(&|$))\d+"))
     wait_for_app(p)
-    last = query(p)["dec_step"]
+    last = query(p)["decoding_step"]
     expect(step_status(p, last, last)).to_be_visible()
     expect(p.locator(ENDED)).to_have_count(1)
     expect(widget(p, "decoding.next").get_by_role("button")).to_be_disabled()
     screenshot(p, "decoding_last_step_en")
 
-    choose(p, wait_for_app, "decoding.layer", "2", "dec_layer", "2")
-    choose(p, wait_for_app, "decoding.head", "2", "dec_head", "2")
+    choose(p, wait_for_app, "decoding.layer", "2", "decoding_layer", "2")
+    choose(p, wait_for_app, "decoding.head", "2", "decoding_head", "2")
     # The figure follows the layer and head, and the step stays where it was.
     expect(charts(p, "decoding.step_figure").get_by_text(
         wrapped(translate("decoding.steps.triangle", "en", layer=2, head=2)).split("<br>")[-1])).to_be_visible()
     expect(step_status(p, last, last)).to_be_visible()
-    choose(p, wait_for_app, "decoding.strategy", translate("decoding.strategy_name.beam", "en"), "dec_strategy", "beam")
+    choose(p, wait_for_app, "decoding.strategy", translate("decoding.strategy_name.beam", "en"), "decoding_strategy", "beam")
     expect(p.locator(f"{MAIN} [data-testid='stDataFrame']")).to_have_count(1)
-    choose(p, wait_for_app, "decoding.strategy", translate("decoding.strategy_name.sample", "en"), "dec_strategy",
+    choose(p, wait_for_app, "decoding.strategy", translate("decoding.strategy_name.sample", "en"), "decoding_strategy",
            "sample")
     expect(charts(p, "decoding.step_figure")).to_have_count(1)
     expect(charts(p, "decoding.step_figure").get_by_text(translate("decoding.steps.sampled_probs", "en"))).to_have_count(1)
     screenshot(p, "decoding_sampling_step_en")
 
-    choose(p, wait_for_app, "decoding.section", translate("decoding.section.compare", "en"), "dec_view", "compare")
+    choose(p, wait_for_app, "decoding.section", translate("decoding.section.compare", "en"), "decoding_view", "compare")
     beam = widget(p, "decoding.beam").get_by_role("slider")
     beam.focus()
     beam.press("Home")
-    p.wait_for_url(re.compile(r"dec_beam=1(&|$)"))
+    p.wait_for_url(re.compile(r"decoding_beam=1(&|$)"))
     wait_for_app(p)
     texts = p.locator(f"{MAIN} [data-testid='stCode']").all_inner_texts()
     assert texts[0] == texts[1], "a beam of one is greedy decoding"
     temperature = widget(p, "decoding.temperature").get_by_role("slider")
     temperature.focus()
     temperature.press("End")
-    p.wait_for_url(re.compile(r"dec_temp=2\.0(&|$)"))
+    p.wait_for_url(re.compile(r"decoding_temp=2\.0(&|$)"))
     wait_for_app(p)
     top_k = widget(p, "decoding.top_k").get_by_role("slider")
     top_k.focus()
     top_k.press("Home")
-    p.wait_for_url(re.compile(r"dec_topk=1(&|$)"))
+    p.wait_for_url(re.compile(r"decoding_topk=1(&|$)"))
     wait_for_app(p)
     seed = widget(p, "decoding.seed").locator("input")
     seed.fill("42")
     seed.press("Enter")
-    p.wait_for_url(re.compile(r"dec_seed=42(&|$)"))
+    p.wait_for_url(re.compile(r"decoding_seed=42(&|$)"))
     wait_for_app(p)
     screenshot(p, "decoding_compare_en")
 
-    choose(p, wait_for_app, "decoding.section", translate("decoding.section.forcing", "en"), "dec_view", "forcing")
+    choose(p, wait_for_app, "decoding.section", translate("decoding.section.forcing", "en"), "decoding_view", "forcing")
     expect(p.locator(f"{MAIN} [data-testid='stDataFrame']")).to_have_count(1)
     expect(charts(p, "decoding.forcing_chart")).to_have_count(1)
     screenshot(p, "decoding_forcing_en")
@@ -109,9 +109,9 @@ def test_decoding_every_control(page, wait_for_app, screenshot):
 
 
 def test_decoding_in_chinese_with_bad_input(page, wait_for_app, screenshot):
-    p = page("/decoding?model=copy&lang=zh&dec_view=steps&dec_step=3", locale="zh-CN")
+    p = page("/decoding?model=copy&lang=zh&decoding_view=steps&decoding_step=3", locale="zh-CN")
     expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("decoding.title", "zh"))
-    assert query(p)["dec_step"] == "3"
+    assert query(p)["decoding_step"] == "3"
     expect(p.get_by_text(re.compile(r"^第 3 步，共 \d+ 步"))).to_be_visible()
     screenshot(p, "decoding_steps_zh")
     type_into(p, wait_for_app, "decoding.text", "x" * 120)
@@ -124,47 +124,47 @@ def test_decoding_in_chinese_with_bad_input(page, wait_for_app, screenshot):
 
 @pytest.mark.skipif("dates" not in models.shipped_models(), reason="the dates model is not shipped yet")
 def test_decoding_a_typed_target_when_the_task_has_none(page, wait_for_app, screenshot):
-    p = page("/decoding?lang=en&model=dates&dec_view=forcing")
+    p = page("/decoding?lang=en&model=dates&decoding_view=forcing")
     type_into(p, wait_for_app, "decoding.text", "31 feb 2026")
     expect(p.get_by_text(translate("decoding.forcing.no_target", "en"))).to_be_visible()
     type_into(p, wait_for_app, "decoding.target", "2026-03-03")
-    p.wait_for_url(re.compile(r"dec_target=2026-03-03"))
+    p.wait_for_url(re.compile(r"decoding_target=2026-03-03"))
     expect(p.locator(f"{MAIN} [data-testid='stDataFrame']")).to_have_count(1)
     screenshot(p, "decoding_typed_target_en")
     assert p.locator(EXCEPTION).count() == 0
 
 
 def test_decoding_step_link_follows_the_view(page, wait_for_app, screenshot):
-    """The step is in the URL (``?dec_step=``) like every view control: a step change shows there, a
+    """The step is in the URL (``?decoding_step=``) like every view control: a step change shows there, a
     link opens its step, a bad value gets one notice, and the step survives a trip to another page."""
-    p = page("/decoding?model=copy&lang=en&dec_step=abc")
+    p = page("/decoding?model=copy&lang=en&decoding_step=abc")
     expect(step_status(p, 1)).to_be_visible()
     expect(p.locator("[data-testid='stToast']")).to_have_count(1)
     expect(p.locator("[data-testid='stToast']")).to_contain_text("abc")
-    assert query(p)["dec_step"] == "1", "the ignored value leaves the link, which names the step shown"
+    assert query(p)["decoding_step"] == "1", "the ignored value leaves the link, which names the step shown"
     screenshot(p, "decoding_bad_step_link_en")
 
     slider = step_slider(p)
     slider.focus()
     slider.press("End")
-    p.wait_for_url(re.compile(r"dec_step=(?!1(&|$))\d+"))
+    p.wait_for_url(re.compile(r"decoding_step=(?!1(&|$))\d+"))
     wait_for_app(p)
-    last = int(query(p)["dec_step"])
+    last = int(query(p)["decoding_step"])
     expect(step_status(p, last, last)).to_be_visible()
     # A shorter sentence has fewer steps than the one shown: it shows its own last step, the nearest,
     # and the link says so.
     type_into(p, wait_for_app, "decoding.text", "ab")
-    p.wait_for_url(re.compile(rf"dec_step=(?!{last}(&|$))\d+"))
-    shorter = int(query(p)["dec_step"])
+    p.wait_for_url(re.compile(rf"decoding_step=(?!{last}(&|$))\d+"))
+    shorter = int(query(p)["decoding_step"])
     assert shorter < last
     expect(step_status(p, shorter, shorter)).to_be_visible()
     expect(p.locator(ENDED)).to_have_count(1)
 
-    linked = page("/decoding?model=copy&lang=en&dec_step=3")
+    linked = page("/decoding?model=copy&lang=en&decoding_step=3")
     expect(step_status(linked, 3)).to_be_visible()
     expect(step_slider(linked)).to_have_value("3")
     expect(linked.locator("[data-testid='stToast']")).to_have_count(0)
-    assert query(linked)["dec_step"] == "3"
+    assert query(linked)["decoding_step"] == "3"
 
     fresh = page("/decoding?model=copy&lang=en")
     for expected in (2, 3):
@@ -173,19 +173,19 @@ def test_decoding_step_link_follows_the_view(page, wait_for_app, screenshot):
     fresh.locator('[data-testid="stSidebarNav"] a').filter(has_text=translate("tokens.title", "en")).click()
     fresh.wait_for_url(re.compile(r"/tokens(\?|$)"))
     wait_for_app(fresh)
-    assert "dec_step" not in query(fresh)
+    assert "decoding_step" not in query(fresh)
     fresh.locator('[data-testid="stSidebarNav"] a').filter(has_text=translate("decoding.title", "en")).click()
     fresh.wait_for_url(re.compile(r"/decoding(\?|$)"))
     wait_for_app(fresh)
     expect(step_status(fresh, 3)).to_be_visible()
-    fresh.wait_for_url(re.compile(r"dec_step=3(&|$)"))
+    fresh.wait_for_url(re.compile(r"decoding_step=3(&|$)"))
     screenshot(fresh, "decoding_step_after_page_switch_en")
     assert p.locator(EXCEPTION).count() == 0 and fresh.locator(EXCEPTION).count() == 0
 
 
 def test_decoding_on_a_phone(page, wait_for_app, screenshot):
     """At 390 px the step's controls and figure fit the width (no sideways scrolling)."""
-    p = page("/decoding?model=copy&lang=en&dec_step=2")
+    p = page("/decoding?model=copy&lang=en&decoding_step=2")
     p.set_viewport_size({"width": 390, "height": 900})
     wait_for_app(p)
     expect(step_status(p, 2)).to_be_visible()
@@ -209,7 +209,7 @@ def overlap(a: dict, b: dict) -> bool:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_step_titles_do_not_overlap_on_a_phone(page, wait_for_app, screenshot, lang):
     """Issue #24: at 390 px the triangle's title ran into the next-token bars' title."""
-    p = page(f"/decoding?model=copy&lang={lang}&dec_step=2", locale="zh-CN" if lang == "zh" else "en-US")
+    p = page(f"/decoding?model=copy&lang={lang}&decoding_step=2", locale="zh-CN" if lang == "zh" else "en-US")
     p.set_viewport_size({"width": 390, "height": 900})
     wait_for_app(p)
     chart = charts(p, "decoding.step_figure")
@@ -226,7 +226,7 @@ def test_the_step_titles_do_not_overlap_on_a_phone(page, wait_for_app, screensho
 def test_a_sampled_unlikely_token_is_listed_and_marked(page, wait_for_app, screenshot, lang):
     """At temperature 2 reverse's sample draws '6' at step 2 (model probability ~0.003, not among the 8
     most likely): it is listed, its label red and bold, a red triangle beside it, its value written."""
-    p = page(f"/decoding?lang={lang}&model=reverse&dec_strategy=sample&dec_temp=2.0&dec_seed=3&dec_step=2",
+    p = page(f"/decoding?lang={lang}&model=reverse&decoding_strategy=sample&decoding_temp=2.0&decoding_seed=3&decoding_step=2",
              locale="zh-CN" if lang == "zh" else "en-US")
     chart = charts(p, "decoding.step_figure")
     expect(chart).to_have_count(1)

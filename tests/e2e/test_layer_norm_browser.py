@@ -54,41 +54,41 @@ def pick_option(p, label: str, option: str) -> None:
 @pytest.mark.parametrize("lang", LANGS)
 def test_layer_norm_page(page, wait_for_app, screenshot, lang):
     p = page(f"/layer-norm?lang={lang}&model=copy")  # the default model follows the language
-    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("layernorm.title", lang))
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("layer_norm.title", lang))
     assert p.locator(EXCEPTION).count() == 0
     model = has_model(p, lang)
     p.wait_for_function(f"document.querySelectorAll('{PLOT}').length >= {8 if model else 3}")
     screenshot(p, f"layernorm_default_{lang}")
 
-    seed = widget(p, "layernorm.seed").get_by_role("radio", name="3", exact=True)
-    before = metric(p, translate("layernorm.grad.growth_post", lang))
+    seed = widget(p, "layer_norm.seed").get_by_role("radio", name="3", exact=True)
+    before = metric(p, translate("layer_norm.grad.growth_post", lang))
     seed.click()
-    wait_for_url(p, wait_for_app, r"ln_seed=3(&|$)")
-    expect(p.get_by_test_id("stMetric").filter(has=p.get_by_text(translate("layernorm.grad.growth_post", lang),
+    wait_for_url(p, wait_for_app, r"layer_norm_seed=3(&|$)")
+    expect(p.get_by_test_id("stMetric").filter(has=p.get_by_text(translate("layer_norm.grad.growth_post", lang),
                                                                   exact=True))).not_to_contain_text(before)
     ARTIFACTS.mkdir(exist_ok=True)  # the page is taller than a screenshot: its last chart on its own
-    widget(p, "layernorm.grad_chart").screenshot(path=str(ARTIFACTS / f"layernorm_gradients_{lang}.png"))
+    widget(p, "layer_norm.grad_chart").screenshot(path=str(ARTIFACTS / f"layernorm_gradients_{lang}.png"))
     if not model:
         return
 
-    option = translate("layernorm.token.site_option", lang, stack=translate("layernorm.token.stack_decoder", lang),
-                       n=1, total=2, sublayer=translate("layernorm.token.sublayer_cross_attn", lang))
-    pick_option(p, translate("layernorm.token.site", lang), option)
-    wait_for_url(p, wait_for_app, r"ln_at=decoder\.0\.cross_attn")
-    expect(p.get_by_text(translate("layernorm.token.reads_post", lang).split("**")[0].strip())).to_be_visible()
+    option = translate("layer_norm.token.site_option", lang, stack=translate("layer_norm.token.stack_decoder", lang),
+                       n=1, total=2, sublayer=translate("layer_norm.token.sublayer_cross_attn", lang))
+    pick_option(p, translate("layer_norm.token.site", lang), option)
+    wait_for_url(p, wait_for_app, r"layer_norm_at=decoder\.0\.cross_attn")
+    expect(p.get_by_text(translate("layer_norm.token.reads_post", lang).split("**")[0].strip())).to_be_visible()
     screenshot(p, f"layernorm_decoder_cross_{lang}")
 
-    widget(p, "layernorm.token").get_by_role("slider").focus()
+    widget(p, "layer_norm.token").get_by_role("slider").focus()
     p.keyboard.press("End")
-    wait_for_url(p, wait_for_app, r"ln_tok=[1-9]")
-    assert int(query(p)["ln_tok"]) > 0
+    wait_for_url(p, wait_for_app, r"layer_norm_tok=[1-9]")
+    assert int(query(p)["layer_norm_tok"]) > 0
 
-    layer_label, batch_label = (translate(f"layernorm.batch.{name}_shift", lang) for name in ("layer", "batch"))
+    layer_label, batch_label = (translate(f"layer_norm.batch.{name}_shift", lang) for name in ("layer", "batch"))
     batch_before = metric(p, batch_label)
     assert metric(p, layer_label) == "0.000"
     p.locator('[data-testid="stCheckbox"]',
-              has=p.get_by_role("switch", name=translate("layernorm.batch.count_pads", lang), exact=True)).click()
-    wait_for_url(p, wait_for_app, r"ln_pads=false")
+              has=p.get_by_role("switch", name=translate("layer_norm.batch.count_pads", lang), exact=True)).click()
+    wait_for_url(p, wait_for_app, r"layer_norm_pads=false")
     assert metric(p, batch_label) != batch_before
     screenshot(p, f"layernorm_pads_off_{lang}")
 
@@ -112,5 +112,5 @@ def test_layer_norm_page_on_a_phone(page, screenshot):
     assert p.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     screenshot(p, "layernorm_phone_zh")
     ARTIFACTS.mkdir(exist_ok=True)  # below the page's first 5000 px: the diagram and the gradients on their own
-    for key in ("layernorm.wiring_pre", "layernorm.grad_chart"):
+    for key in ("layer_norm.wiring_pre", "layer_norm.grad_chart"):
         widget(p, key).screenshot(path=str(ARTIFACTS / f"layernorm_phone_{key.split('.')[1]}_zh.png"))

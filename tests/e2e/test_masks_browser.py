@@ -47,7 +47,7 @@ def flip_mask(p, label: str) -> None:
 def show(p, wait_for_app, section: str, lang: str) -> None:
     """Pick a section of the masks page (its segmented control)."""
     p.get_by_role("radio", name=translate(f"masks.{section}.heading", lang), exact=True).click()
-    wait_for_url(p, wait_for_app, f"mask_view={section}")
+    wait_for_url(p, wait_for_app, f"masks_view={section}")
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -60,18 +60,18 @@ def test_masks_page(page, wait_for_app, screenshot, lang):
     padding = translate("masks.padding_switch", lang)
     ahead = translate("masks.look_ahead_switch", lang)
     flip_mask(p, padding)
-    wait_for_url(p, wait_for_app, "mask_pad=false")
+    wait_for_url(p, wait_for_app, "masks_pad=false")
     expect(p.get_by_text(translate("masks.matrices.padding", lang) + translate("masks.matrices.off", lang))
            ).to_be_visible()
     screenshot(p, f"masks_padding_off_{lang}")
     flip_mask(p, ahead)
-    wait_for_url(p, wait_for_app, "mask_ahead=false")
+    wait_for_url(p, wait_for_app, "masks_ahead=false")
     screenshot(p, f"masks_both_off_{lang}")
     flip_mask(p, padding)
-    wait_for_url(p, wait_for_app, "mask_pad=true")
+    wait_for_url(p, wait_for_app, "masks_pad=true")
     screenshot(p, f"masks_look_ahead_off_{lang}")
     flip_mask(p, ahead)
-    wait_for_url(p, wait_for_app, "mask_ahead=true")
+    wait_for_url(p, wait_for_app, "masks_ahead=true")
     # Back to both on: the titles say so again, none is left saying "off".
     for title in ("masks.matrices.padding", "masks.matrices.look_ahead"):
         off_title = translate(title, lang) + translate("masks.matrices.off", lang)
@@ -81,18 +81,18 @@ def test_masks_page(page, wait_for_app, screenshot, lang):
         show(p, wait_for_app, "effect", lang)
         wait_for_charts(p, 4)
         flip_mask(p, padding)
-        wait_for_url(p, wait_for_app, "mask_pad=false")
+        wait_for_url(p, wait_for_app, "masks_pad=false")
         expect(p.get_by_text(translate("masks.effect.encoder_title", lang,
                                        state=translate("masks.effect.off", lang))).first).to_be_visible()
         screenshot(p, f"masks_effect_padding_off_{lang}")
         flip_mask(p, padding)
-        wait_for_url(p, wait_for_app, "mask_pad=true")
+        wait_for_url(p, wait_for_app, "masks_pad=true")
         show(p, wait_for_app, "row", lang)
         p.locator('[data-testid="stRadio"]').get_by_text(translate("masks.row.kind_encoder", lang), exact=True).click()
-        wait_for_url(p, wait_for_app, "mask_kind=encoder")
+        wait_for_url(p, wait_for_app, "masks_kind=encoder")
         p.get_by_role("slider").last.focus()
         p.keyboard.press("End")
-        wait_for_url(p, wait_for_app, "mask_query=5")  # "hi!" is drawn with 3 of its 22 <pad>: positions 0..5
+        wait_for_url(p, wait_for_app, "masks_query=5")  # "hi!" is drawn with 3 of its 22 <pad>: positions 0..5
         wait_for_charts(p, 3)
         screenshot(p, f"masks_row_{lang}")
     show(p, wait_for_app, "printout", lang)
@@ -148,7 +148,7 @@ def settle_charts(p, count: int, width: int) -> None:
 def test_masks_page_fits_a_phone(page, wait_for_app, screenshot, lang):
     """At 390 × 844 the charts stack, and in every section no title touches anything, no tick labels
     overlap, no formula is cut off and the page does not scroll sideways."""
-    p = page(f"/masks?model=copy&lang={lang}&sent=0&mask_pad=false")  # "hello world": 11 tokens and 3 drawn <pad>
+    p = page(f"/masks?model=copy&lang={lang}&sent=0&masks_pad=false")  # "hello world": 11 tokens and 3 drawn <pad>
     p.set_viewport_size(PHONE)
     sections = {"matrices": 3, "printout": 0}
     if has_model(p, lang):
@@ -193,7 +193,7 @@ def test_switching_the_language_twice_keeps_the_chosen_sentence_and_layer(page, 
     """English → 中文 → English → 中文 on Masks: no exception, and the sentence and layer picked stay
     picked. (A select box hands back the label it showed in the other language; that must not reset
     the choice, nor raise as it once did in ``clamp_state``.)"""
-    p = page("/masks?model=copy&lang=en&sent=2&mask_view=effect&mask_layer=1")
+    p = page("/masks?model=copy&lang=en&sent=2&masks_view=effect&masks_layer=1")
     assert_page(p, "en")
     for lang in ("zh", "en", "zh", "en"):
         p.get_by_test_id("stSidebar").get_by_text(translate(f"common.language_name.{lang}", lang), exact=True).click()

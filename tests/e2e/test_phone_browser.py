@@ -12,13 +12,13 @@ from ui.i18n import LANGS
 
 PHONE = {"width": 390, "height": 844}
 VIEWS = (  # every page, and the sections of a page that draw something else
-    "/", "/tokens", "/masks", "/masks?mask_view=printout", "/masks?mask_view=effect", "/masks?mask_view=row",
-    "/positional-encoding", "/attention", "/attention?att_view=heads", "/attention?att_view=inside",
-    "/attention?att_view=stats", "/attention?att_view=ablation", "/decoding", "/decoding?dec_view=compare",
-    "/decoding?dec_view=forcing", "/training",
-    "/feed-forward", "/feed-forward?ff_view=position", "/feed-forward?ff_view=params", "/residual-stream",
-    "/residual-stream?rs_view=off", "/layer-norm", "/output-and-loss", "/output-and-loss?out_view=seed",
-    "/output-and-loss?out_view=loss", "/output-and-loss?out_view=smoothing", "/bleu", "/bleu?bleu_view=worked",
+    "/", "/tokens", "/masks", "/masks?masks_view=printout", "/masks?masks_view=effect", "/masks?masks_view=row",
+    "/positional-encoding", "/attention", "/attention?attention_view=heads", "/attention?attention_view=inside",
+    "/attention?attention_view=stats", "/attention?attention_view=ablation", "/decoding", "/decoding?decoding_view=compare",
+    "/decoding?decoding_view=forcing", "/training",
+    "/feed-forward", "/feed-forward?feed_forward_view=position", "/feed-forward?feed_forward_view=params", "/residual-stream",
+    "/residual-stream?residual_stream_view=off", "/layer-norm", "/output-and-loss", "/output-and-loss?output_and_loss_view=seed",
+    "/output-and-loss?output_and_loss_view=loss", "/output-and-loss?output_and_loss_view=smoothing", "/bleu", "/bleu?bleu_view=worked",
     "/attention-cost",
 )
 MARKUP = re.compile(r"\*\*|\$|\\|`|:material/")

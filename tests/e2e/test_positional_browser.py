@@ -35,7 +35,7 @@ def flip(p, label: str) -> None:
 @pytest.mark.parametrize("lang", LANGS)
 def test_positional_page(page, wait_for_app, screenshot, lang):
     p = page(f"/positional-encoding?model=copy&lang={lang}")
-    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("positional.title", lang))
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("positional_encoding.title", lang))
     assert p.locator(EXCEPTION).count() == 0
     model = p.get_by_text(translate("common.model.none_available", lang)).count() == 0
     p.wait_for_function(f"document.querySelectorAll('{PLOT}').length >= {9 if model else 6}")  # table+waves: one
@@ -44,27 +44,27 @@ def test_positional_page(page, wait_for_app, screenshot, lang):
     sliders = p.get_by_role("slider")
     sliders.nth(3).focus()  # the dimension pair
     p.keyboard.press("End")
-    wait_for_url(p, wait_for_app, "pe_pair=31")
+    wait_for_url(p, wait_for_app, "positional_encoding_pair=31")
     expect(p.get_by_text(re.compile(r"i = 31"))).to_be_visible()  # the pair's numbers follow the slider
     screenshot(p, f"positional_last_pair_{lang}")
     sliders.nth(2).focus()  # the base
     p.keyboard.press("Home")
-    wait_for_url(p, wait_for_app, "pe_base=10(&|$)")
+    wait_for_url(p, wait_for_app, "positional_encoding_base=10(&|$)")
     sliders.nth(0).focus()  # d_model
     p.keyboard.press("Home")
-    wait_for_url(p, wait_for_app, "pe_d=2(&|$)")
-    expect(p.get_by_text(translate("positional.table.one_pair", lang))).to_be_visible()
+    wait_for_url(p, wait_for_app, "positional_encoding_d=2(&|$)")
+    expect(p.get_by_text(translate("positional_encoding.table.one_pair", lang))).to_be_visible()
     screenshot(p, f"positional_smallest_{lang}")
     if model:
-        flip(p, translate("positional.blind.use_pe", lang))
-        wait_for_url(p, wait_for_app, "pe_on=true")
-        expect(p.get_by_text(translate("positional.blind.sees_order", lang))).to_be_visible()
+        flip(p, translate("positional_encoding.blind.use_pe", lang))
+        wait_for_url(p, wait_for_app, "positional_encoding_on=true")
+        expect(p.get_by_text(translate("positional_encoding.blind.sees_order", lang))).to_be_visible()
         screenshot(p, f"positional_pe_on_{lang}")
-        flip(p, translate("positional.blind.use_pe", lang))
-        wait_for_url(p, wait_for_app, "pe_on=false")
-        p.get_by_role("button", name=translate("positional.blind.shuffle", lang)).click()
-        wait_for_url(p, wait_for_app, "pe_shuffle=1")
-        expect(p.get_by_text(translate("positional.blind.blind", lang))).to_be_visible()
+        flip(p, translate("positional_encoding.blind.use_pe", lang))
+        wait_for_url(p, wait_for_app, "positional_encoding_on=false")
+        p.get_by_role("button", name=translate("positional_encoding.blind.shuffle", lang)).click()
+        wait_for_url(p, wait_for_app, "positional_encoding_shuffle=1")
+        expect(p.get_by_text(translate("positional_encoding.blind.blind", lang))).to_be_visible()
         screenshot(p, f"positional_shuffled_{lang}")
 
 
@@ -73,14 +73,14 @@ def test_identical_tokens_and_a_long_paste(page, wait_for_app, screenshot, lang)
     """'aaaa' with positional encoding on: the box says the shuffle is the sentence itself and the
     metrics beside it are 0. Then a 250-character paste into the 200-character box is taken, cut
     and said, as typed text is (the browser used to refuse it silently)."""
-    p = page(f"/positional-encoding?model=copy&lang={lang}&pe_on=true")
+    p = page(f"/positional-encoding?model=copy&lang={lang}&positional_encoding_on=true")
     if p.get_by_text(translate("common.model.none_available", lang)).count():
         pytest.skip("no shipped model: order blindness is not drawn")
-    box = p.get_by_role("textbox", name=translate("positional.blind.sentence", lang))
+    box = p.get_by_role("textbox", name=translate("positional_encoding.blind.sentence", lang))
     box.fill("aaaa")
     box.press("Enter")
-    wait_for_url(p, wait_for_app, "pe_text=aaaa(&|$)")
-    expect(p.get_by_text(translate("positional.blind.nothing_to_shuffle", lang))).to_be_visible()
+    wait_for_url(p, wait_for_app, "positional_encoding_text=aaaa(&|$)")
+    expect(p.get_by_text(translate("positional_encoding.blind.nothing_to_shuffle", lang))).to_be_visible()
     metrics = p.locator('[data-testid="stMetricValue"]')
     expect(metrics).to_have_count(2)
     assert [metrics.nth(i).inner_text().strip() for i in range(2)] == ["0.00e+00", "0.00e+00"]
@@ -88,11 +88,11 @@ def test_identical_tokens_and_a_long_paste(page, wait_for_app, screenshot, lang)
 
     pasted = ("the cat sat on the mat " * 20)[:250]
     paste_into(box, pasted)
-    wait_for_url(p, wait_for_app, "pe_text=the")
+    wait_for_url(p, wait_for_app, "positional_encoding_text=the")
     expect(box).to_have_value(pasted[:200])
     expect(p.get_by_text(translate("common.link_and_paste.paste_cut", lang, count=250, limit=200))).to_be_visible()
     expect(p.get_by_text(translate("common.input.truncated", lang, limit=48))).to_be_visible()
-    assert len(parse_qs(urlparse(p.url).query)["pe_text"][0]) == 200  # the URL holds the cut text only
+    assert len(parse_qs(urlparse(p.url).query)["positional_encoding_text"][0]) == 200  # the URL holds the cut text only
     screenshot(p, f"positional_long_paste_{lang}")
 
 

@@ -106,7 +106,7 @@ def _click_opens_in_this_session(p, wait_for_app, link, target: str) -> None:
     assert_shell(p, target, "zh")
 
 
-@pytest.mark.parametrize("target", ["tokens", "positional", "attention", "ffn", "layernorm", "decoding", "output",
+@pytest.mark.parametrize("target", ["tokens", "positional_encoding", "attention", "feed_forward", "layer_norm", "decoding", "output_and_loss",
                                     "training"])
 def test_clicking_the_diagram_opens_the_page_in_the_same_session(page, wait_for_app, target):
     p = _home_in_chinese(page, wait_for_app)
@@ -129,14 +129,14 @@ def test_the_sidebar_lists_every_page_of_the_tour(page, wait_for_app):
 def test_clicking_a_residual_arrow_opens_the_residual_stream(page, wait_for_app):
     """The grey residual arrows are thin lines: a click on the line itself (not its box's middle) opens the page."""
     p = _home_in_chinese(page, wait_for_app)
-    arrow = p.locator('.tp-diagram a[data-page="residual"] path').first
+    arrow = p.locator('.tp-diagram a[data-page="residual_stream"] path').first
     box = arrow.bounding_box()
     assert box is not None
     # The encoder's first arrow runs left, down the left edge of its box, then right: click on that left edge.
     p.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)
-    url_path = next(s.url_path for s in TOUR if s.key == "residual")
+    url_path = next(s.url_path for s in TOUR if s.key == "residual_stream")
     p.wait_for_url(re.compile(rf"/{re.escape(url_path)}(\?|$)"))
-    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading("residual", "zh"))
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading("residual_stream", "zh"))
 
 
 @pytest.mark.parametrize("target", ["masks", "training"])
@@ -159,15 +159,15 @@ def test_bad_link_values_show_a_notice_not_a_traceback(page, screenshot):
 
 
 # Issue #24: the Cross-Attention block opened the encoder's self-attention. Each block opens the view it names.
-BLOCKS = [("Cross-Attention", "attention", "att_kind", "cross"),
-          ("Masked Multi-Head", "attention", "att_kind", "decoder"),
-          ("Multi-Head", "attention", "att_kind", "encoder"),
-          ("Output Embedding", "tokens", "tok_side", "decoder_in"),
-          ("Input Embedding", "tokens", "tok_side", "source"),
-          ("Feed Forward", "ffn", "ff_stack", "encoder"),
-          ("Feed Forward", "ffn", "ff_stack", "decoder"),
-          ("Linear", "output", "out_view", "logits"),
-          ("Add & Norm", "layernorm", "ln_at", "decoder.0.cross_attn")]
+BLOCKS = [("Cross-Attention", "attention", "attention_kind", "cross"),
+          ("Masked Multi-Head", "attention", "attention_kind", "decoder"),
+          ("Multi-Head", "attention", "attention_kind", "encoder"),
+          ("Output Embedding", "tokens", "tokens_side", "decoder_in"),
+          ("Input Embedding", "tokens", "tokens_side", "source"),
+          ("Feed Forward", "feed_forward", "feed_forward_stack", "encoder"),
+          ("Feed Forward", "feed_forward", "feed_forward_stack", "decoder"),
+          ("Linear", "output_and_loss", "output_and_loss_view", "logits"),
+          ("Add & Norm", "layer_norm", "layer_norm_at", "decoder.0.cross_attn")]
 
 
 @pytest.mark.parametrize(("block", "target", "param", "value"), BLOCKS)
@@ -192,7 +192,7 @@ def test_each_block_of_the_diagram_opens_the_view_it_names(page, wait_for_app, s
 def test_the_cross_attention_block_is_the_one_that_opens_cross_attention(page, screenshot, lang):
     """The link sits on the block whose text says Cross-Attention (in each language's drawing)."""
     p = page(f"/?lang={lang}", locale="zh-CN" if lang == "zh" else "en-US")
-    link = p.locator('.tp-diagram a[data-query="att_kind=cross"]')
+    link = p.locator('.tp-diagram a[data-query="attention_kind=cross"]')
     expect(link).to_have_count(1)
     words = {"en": "Cross-Attention", "zh": "交叉注意力"}[lang]
     expect(link).to_contain_text(words)

@@ -45,7 +45,7 @@ def test_tokens_page(page, wait_for_app, screenshot, lang):
     screenshot(p, f"tokens_default_{lang}")
     for side in ("decoder_in", "labels", "source"):
         p.get_by_role("radio", name=translate(f"tokens.batch.side_{side}", lang), exact=True).click()
-        wait_for_url(p, wait_for_app, f"tok_side={side}")
+        wait_for_url(p, wait_for_app, f"tokens_side={side}")
         if side != "source":
             expect(p.locator("td.special").first).to_be_visible()
             expect(p.locator("td.special").first).to_have_css("background-color", "rgb(219, 233, 251)")  # blue

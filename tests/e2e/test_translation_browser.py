@@ -44,9 +44,9 @@ def zoom_ticks(p) -> list[str]:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("model", ["en-zh", "zh-en"])
 def test_the_reordering_example(page, wait_for_app, screenshot, model, lang):
-    p = page(f"/attention?lang={lang}&model={model}&att_text=the+dog+ate+a+cake+.", locale=LOCALES[lang])
+    p = page(f"/attention?lang={lang}&model={model}&attention_text=the+dog+ate+a+cake+.", locale=LOCALES[lang])
     click_button(p, wait_for_app, "attention.try_reorder")
-    p.wait_for_url(re.compile(r"att_kind=cross"))
+    p.wait_for_url(re.compile(r"attention_kind=cross"))
     wait_for_app(p)
     assert widget(p, "attention.text").locator("input").input_value() == REORDER[model]
     ticks = zoom_ticks(p)
@@ -65,9 +65,9 @@ def test_the_pronoun_pair(page, wait_for_app, screenshot, lang):
     for key, sentence, name in (("attention.try_tired_button", SENTENCES[0], "tired"),
                                 ("attention.try_wide_button", SENTENCES[1], "wide")):
         click_button(p, wait_for_app, key)
-        p.wait_for_url(re.compile(rf"att_text=[^&]*{name}"))
+        p.wait_for_url(re.compile(rf"attention_text=[^&]*{name}"))
         wait_for_app(p)
-        assert (query(p)["att_kind"], query(p)["att_layer"], query(p)["att_head"]) == (
+        assert (query(p)["attention_kind"], query(p)["attention_layer"], query(p)["attention_head"]) == (
             shown.kind, str(shown.layer), str(shown.head))
         assert widget(p, "attention.text").locator("input").input_value() == sentence
         ticks = zoom_ticks(p)
@@ -83,7 +83,7 @@ def test_decoding_steps_word_by_word(page, wait_for_app, screenshot, model, lang
     nxt = widget(p, "decoding.next").get_by_role("button")
     for step in range(2, 5):
         nxt.click()
-        p.wait_for_url(re.compile(rf"dec_step={step}(&|$)"))
+        p.wait_for_url(re.compile(rf"decoding_step={step}(&|$)"))
         wait_for_app(p)
     written = (" " if model == "zh-en" else "").join(tokens[:4])
     expect(p.locator(MAIN).get_by_text(written, exact=False).first).to_be_visible()

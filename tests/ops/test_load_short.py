@@ -69,19 +69,19 @@ def test_a_session_sends_widget_states_as_the_browser_does(load_server):
     session = load.Session(url, "probe").connect()
     try:
         session.open("masks", "lang=en")
-        assert "mask_pad=true" in session.query_string
+        assert "masks_pad=true" in session.query_string
         session.change("masks.padding")  # the padding switch: off
-        assert "mask_pad=false" in session.query_string
+        assert "masks_pad=false" in session.query_string
         session.follow_link("positional-encoding")
         assert session.current_path == "positional-encoding"
-        session.change("positional.pair")
-        assert "pe_pair=1" in session.query_string
+        session.change("positional_encoding.pair")
+        assert "positional_encoding_pair=1" in session.query_string
         session.navigate("attention")
         widget = session.widgets["attention.head"]
         assert widget.fragment_id  # the head picker lives in a fragment: its rerun names it
-        opened_on = re.search(r"att_head=(\d+)", session.query_string).group(1)  # the most focused head
+        opened_on = re.search(r"attention_head=(\d+)", session.query_string).group(1)  # the most focused head
         session.change("attention.head")
-        assert f"att_head={opened_on}" not in session.query_string and "att_head=" in session.query_string
+        assert f"attention_head={opened_on}" not in session.query_string and "attention_head=" in session.query_string
         assert session.records[-1].kind == "widget"
         assert session.errors == []
         assert session.visited >= {"masks", "positional-encoding", "attention"}
