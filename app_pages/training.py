@@ -2,7 +2,7 @@
 
 The page's sections, top to bottom: the settings and the planned schedule, the controls, the
 suggested experiments, the live run (its numbers, charts and attention snapshot) with the compare
-list, the results, loading a file. Settings are mirrored in the URL (``?tr_task=copy&tr_warmup=200...``)
+list, the results, loading a file. Settings are mirrored in the URL (``?training_task=copy&training_warmup=200...``)
 and declared once, on ``model.training.TrainingConfig`` (:mod:`ui.training.settings` derives the
 rest); whether they can train is decided by the engine alone, this page only translates its answer.
 The run belongs to the browser session (:mod:`ui.training.session`) and is read as plain data.

@@ -18,7 +18,7 @@ does (``BackMsg.rerun_script`` over ``ws://127.0.0.1:PORT/_stcore/stream``, subp
 * between clicks it "thinks" for a random ``--think`` interval, during which it answers the
   server's ``auto_rerun`` requests (the training page's live fragments) as the browser's timers
   do: a rerun with that ``fragment_id`` and ``is_auto_rerun``;
-* ``--trainers`` of the sessions (default 2) first open ``/training?tr_steps=--train-steps``,
+* ``--trainers`` of the sessions (default 2) first open ``/training?training_steps=--train-steps``,
   wait for each other, press Start at the same moment, watch their runs live until they finish,
   and then walk the tour like the others.
 
@@ -729,7 +729,7 @@ def _run_load(url: str, pid: int | None, *, sessions: int, rounds: int | None, d
                 return
             s.connect()
             if i in trainer_ids:
-                s.open(TRAINING_PATH, f"tr_steps={train_steps}")
+                s.open(TRAINING_PATH, f"training_steps={train_steps}")
                 try:
                     barrier.wait()
                 except threading.BrokenBarrierError:

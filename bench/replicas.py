@@ -390,7 +390,7 @@ def run_replicas(cluster: Cluster, *, sessions: int = 40, uploaders: int = 6, tr
                 return
             s.arrive()
             if role == "trainer":
-                s.open(load.TRAINING_PATH, f"tr_steps={train_steps}&tr_size=tiny")
+                s.open(load.TRAINING_PATH, f"training_steps={train_steps}&training_size=tiny")
                 s.click(load.START_BUTTON)
                 s.watch_run(max(hard_end - time.monotonic(), 1.0))
                 training[s.name] = {"state": s.run_stats[0] if s.run_stats else None,

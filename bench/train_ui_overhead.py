@@ -113,8 +113,8 @@ def start_server() -> tuple[subprocess.Popen, str]:
 
 def page_query(args: argparse.Namespace) -> str:
     s = page_settings(args)
-    return (f"lang=en&tr_task={s.task}&tr_size={s.preset}&tr_batch={s.batch_size}&tr_warmup={s.warmup}"
-            f"&tr_steps={s.max_steps}&tr_factor={s.factor}&tr_eps={s.label_smoothing}&tr_seed={s.seed}")
+    return (f"lang=en&training_task={s.task}&training_size={s.preset}&training_batch={s.batch_size}&training_warmup={s.warmup}"
+            f"&training_steps={s.max_steps}&training_factor={s.factor}&training_eps={s.label_smoothing}&training_seed={s.seed}")
 
 
 def through_the_page(args: argparse.Namespace, browser, url: str, settle_s: float = 0.0) -> dict[str, float]:

@@ -111,34 +111,34 @@ class TrainingConfig:
     shipped models' recipe (the small preset, batch 64, warmup 400, no step cap to speak of).
     """
 
-    task: str = setting("copy", url="tr_task", key="training.task", label="training.settings.task",
+    task: str = setting("copy", url="training_task", key="training.task", label="training.settings.task",
                         help="training.settings.task_help", choices=TASK_NAMES)
-    preset: str = setting("tiny", url="tr_size", key="training.preset", label="training.settings.preset",
+    preset: str = setting("tiny", url="training_size", key="training.preset", label="training.settings.preset",
                           help="training.settings.preset_help", choices=tuple(MODEL_PRESETS))
     # The model variants (see model.config.TransformerConfig): norm placement (post = the paper), norm, FFN, positions.
-    norm_first: bool = setting(False, url="tr_prenorm", key="training.norm_first",
+    norm_first: bool = setting(False, url="training_prenorm", key="training.norm_first",
                                label="training.variant.norm_first.label", choices=(False, True))
-    norm_kind: str = setting("layer", url="tr_norm", key="training.norm_kind", label="training.variant.norm_kind.label",
+    norm_kind: str = setting("layer", url="training_norm", key="training.norm_kind", label="training.variant.norm_kind.label",
                              choices=NORM_KINDS)
-    ffn_kind: str = setting("relu", url="tr_ffn", key="training.ffn_kind", label="training.variant.ffn_kind.label",
+    ffn_kind: str = setting("relu", url="training_ffn", key="training.ffn_kind", label="training.variant.ffn_kind.label",
                             choices=FFN_KINDS)
-    position_kind: str = setting("sinusoidal", url="tr_pos", key="training.position_kind",
+    position_kind: str = setting("sinusoidal", url="training_pos", key="training.position_kind",
                                  label="training.variant.position_kind.label", choices=POSITION_KINDS)
-    warmup: int = setting(200, url="tr_warmup", key="training.warmup", label="training.settings.warmup",
+    warmup: int = setting(200, url="training_warmup", key="training.warmup", label="training.settings.warmup",
                           help="training.settings.warmup_help", lo=1, hi=4000)
-    factor: float = setting(1.0, url="tr_factor", key="training.factor", label="training.settings.factor",
+    factor: float = setting(1.0, url="training_factor", key="training.factor", label="training.settings.factor",
                             help="training.settings.factor_help", lo=0.1, hi=5.0, step=0.1)
-    label_smoothing: float = setting(0.1, url="tr_eps", key="training.eps", label="training.settings.smoothing",
+    label_smoothing: float = setting(0.1, url="training_eps", key="training.eps", label="training.settings.smoothing",
                                      help="training.settings.smoothing_help", lo=0.0, hi=0.5, step=0.05)
-    batch_size: int = setting(32, url="tr_batch", key="training.batch", label="training.settings.batch",
+    batch_size: int = setting(32, url="training_batch", key="training.batch", label="training.settings.batch",
                               help="training.settings.batch_help", lo=1, hi=MAX_BATCH_SIZE, step=8)
-    seed: int = setting(0, url="tr_seed", key="training.seed", label="training.settings.seed",
+    seed: int = setting(0, url="training_seed", key="training.seed", label="training.settings.seed",
                         help="training.settings.seed_help", lo=0, hi=2**31 - 1, step=1)
-    max_steps: int = setting(600, url="tr_steps", key="training.steps", label="training.settings.steps",
+    max_steps: int = setting(600, url="training_steps", key="training.steps", label="training.settings.steps",
                              help="training.settings.steps_help", lo=1, hi=PAGE_MAX_STEPS, step=100)
-    use_padding_mask: bool = setting(True, url="tr_pad", key="training.pad", label="training.settings.padding",
+    use_padding_mask: bool = setting(True, url="training_pad", key="training.pad", label="training.settings.padding",
                                      help="training.settings.padding_help")
-    use_look_ahead_mask: bool = setting(True, url="tr_ahead", key="training.ahead", label="training.settings.look_ahead",
+    use_look_ahead_mask: bool = setting(True, url="training_ahead", key="training.ahead", label="training.settings.look_ahead",
                                         help="training.settings.look_ahead_help")
     # What the page does not offer (it fixes these itself: ui.training.settings.Settings.to_config).
     task_min_len: int | None = None

@@ -87,8 +87,7 @@ OLD_KEYS: dict[str, str] = {
     "cost": "attention_cost",
 }
 # The prefix of a page's URL values before it became ``<key>_`` (``?ff_view=`` is ``?feed_forward_view=``).
-# ``bleu_`` was already its key; the training page's values and the shared ones (``lang``, ``model``,
-# ``batch``, ``sent``) have no page prefix.
+# ``bleu_`` was already its key; the shared values (``lang``, ``model``, ``batch``, ``sent``) have no page prefix.
 OLD_PREFIXES: dict[str, str] = {
     "tok_": "tokens_",
     "mask_": "masks_",
@@ -100,6 +99,7 @@ OLD_PREFIXES: dict[str, str] = {
     "dec_": "decoding_",
     "out_": "output_and_loss_",
     "cst_": "attention_cost_",
+    "tr_": "training_",
 }
 
 

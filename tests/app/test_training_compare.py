@@ -112,12 +112,12 @@ def test_the_variant_switches_explain_themselves_and_update_the_parameter_count(
     assert not any(f"{expected:,}" in option for option in at.radio(key="training.preset").options)  # (stable labels)
     assert translate("training.variant.ffn_kind.swiglu_explain", lang) in texts(at.caption)
     assert translate("training.variant.norm_first.pre_explain", lang) in texts(at.caption)
-    assert (query(at, "tr_ffn"), query(at, "tr_norm"), query(at, "tr_prenorm")) == ("swiglu", "rms", "true")
+    assert (query(at, "training_ffn"), query(at, "training_norm"), query(at, "training_prenorm")) == ("swiglu", "rms", "true")
     assert at.radio(key="training.ffn_kind").label == translate("training.variant.ffn_kind.label", lang)
 
 
 def test_the_variants_come_from_the_link_and_reach_the_run(app):
-    at = open_training(app, tr_pos="rope", tr_prenorm="true", tr_steps="3")
+    at = open_training(app, training_pos="rope", training_prenorm="true", training_steps="3")
     assert at.radio(key="training.position_kind").value == "rope"
     assert at.radio(key="training.norm_first").value is True
     assert translate("training.variant.position_kind.rope_explain", "en") in texts(at.caption)
@@ -128,7 +128,7 @@ def test_the_variants_come_from_the_link_and_reach_the_run(app):
 
 
 def test_a_bad_variant_in_the_link_falls_back_with_a_notice(app):
-    at = open_training(app, tr_ffn="gelu")
+    at = open_training(app, training_ffn="gelu")
     assert at.radio(key="training.ffn_kind").value == "relu"
     assert any("not valid here" in toast for toast in texts(at.toast))
 
@@ -138,7 +138,7 @@ def test_a_bad_variant_in_the_link_falls_back_with_a_notice(app):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_two_runs_are_listed_with_what_differs_and_overlaid_then_removed(app, lang):
-    at = finish_run(open_training(app, lang, tr_steps="6"), 6, lang)
+    at = finish_run(open_training(app, lang, training_steps="6"), 6, lang)
     assert overlay(at) == {}  # one run: nothing to overlay yet
     assert translate("training.compare.tick_two", lang) in texts(at.caption)
     clean(at.radio(key="training.norm_first").set_value(True).run())
@@ -169,7 +169,7 @@ def test_two_runs_are_listed_with_what_differs_and_overlaid_then_removed(app, la
 
 def test_the_list_is_bounded_and_says_which_run_it_dropped(app, monkeypatch):
     monkeypatch.setattr(ts, "MAX_COMPARED", 2)
-    at = open_training(app, tr_steps="2")
+    at = open_training(app, training_steps="2")
     for _ in range(3):
         at = finish_run(at, 2)
     assert list(rows(at)) == ["copy-tiny-2", "copy-tiny-3"]
@@ -177,7 +177,7 @@ def test_the_list_is_bounded_and_says_which_run_it_dropped(app, monkeypatch):
 
 
 def test_a_live_run_is_in_the_overlay_and_cannot_be_removed(app):
-    at = finish_run(open_training(app, tr_steps="4"), 4)
+    at = finish_run(open_training(app, training_steps="4"), 4)
     clean(at.number_input(key="training.steps").set_value(20000).run())
     clean(at.button(key="training.start").click().run())
     at = rerun_until(at, lambda a: len(rows(a)) == 2 and "copy-tiny-2" in rows(a))
@@ -202,11 +202,11 @@ def quick(monkeypatch, key: str, steps: int) -> experiments.Experiment:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_an_experiment_sets_the_settings_and_trains_its_runs_one_after_another(app, monkeypatch, lang):
     quick(monkeypatch, "norm", 8)
-    at = open_training(app, lang, tr_task="reverse", tr_warmup="300")
+    at = open_training(app, lang, training_task="reverse", training_warmup="300")
     clean(at.button(key=experiments.button_key("norm")).click().run())
     assert at.radio(key="training.task").value == "copy" and at.slider(key="training.warmup").value == 1
     assert at.radio(key="training.preset").value == experiments.BY_KEY["norm"].shared["preset"]
-    assert query(at, "tr_warmup") == "1"
+    assert query(at, "training_warmup") == "1"
     assert translate("training.experiment.norm.look", lang) in texts(at.info)
     most_at_once = []
 
@@ -330,7 +330,7 @@ def test_reset_forgets_the_list_and_a_manual_start_ends_the_experiment(session):
 
 
 def test_a_translation_task_trains_on_the_page_and_its_english_example_keeps_its_spaces(app):
-    at = open_training(app, tr_task="en-zh", tr_steps="2")
+    at = open_training(app, training_task="en-zh", training_steps="2")
     at = finish_run(at, 2)
     example = "the cat ate two apples in the garden yesterday"
     assert any(example in m.value.replace("\\", "") for m in at.markdown), [m.value for m in at.markdown]

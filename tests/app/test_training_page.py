@@ -99,12 +99,26 @@ def test_page_explains_and_plans_the_schedule_in_both_languages(app, lang):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_translation_task_says_how_fast_it_trains_on_one_core(app, lang):
     caption = translate("training.settings.translation_time", lang)
-    assert caption in texts(open_training(app, lang=lang, tr_task="zh-en").caption)
-    assert caption not in texts(open_training(app, lang=lang, tr_task="copy").caption)
+    assert caption in texts(open_training(app, lang=lang, training_task="zh-en").caption)
+    assert caption not in texts(open_training(app, lang=lang, training_task="copy").caption)
+
+
+def test_a_link_shared_with_the_old_tr_names_opens_the_same_settings(app):
+    """Links shared before the page's values were named ``training_*`` keep their settings."""
+    at = open_training(app, tr_task="reverse", tr_size="small", tr_warmup="50", tr_ahead="false", tr_steps="300")
+    assert at.radio(key="training.task").value == "reverse"
+    assert at.radio(key="training.preset").value == "small"
+    assert at.slider(key="training.warmup").value == 50
+    assert at.toggle(key="training.ahead").value is False
+    assert at.number_input(key="training.steps").value == 300
+    clean(at.slider(key="training.warmup").set_value(400).run())
+    assert at.query_params["training_warmup"] in ("400", ["400"])
+    assert not [name for name in at.query_params if name.startswith("tr_")]
 
 
 def test_settings_are_mirrored_in_the_url_and_shape_the_peak(app):
-    at = open_training(app, tr_task="reverse", tr_size="small", tr_warmup="50", tr_ahead="false", tr_steps="300")
+    at = open_training(app, training_task="reverse", training_size="small", training_warmup="50", training_ahead="false",
+                       training_steps="300")
     assert at.radio(key="training.task").value == "reverse"
     assert at.radio(key="training.preset").value == "small"
     assert at.slider(key="training.warmup").value == 50
@@ -119,7 +133,7 @@ def test_settings_are_mirrored_in_the_url_and_shape_the_peak(app):
     assert f"{peak:.3g}" in worked(at) and "50^{-0.5}" in worked(at)
     assert worked(at) == translate("training.schedule.peak_worked", "en", worked=training_charts.worked_peak(64, 50, 1.0))
     clean(at.slider(key="training.warmup").set_value(400).run())
-    assert at.query_params["tr_warmup"] in ("400", ["400"])
+    assert at.query_params["training_warmup"] in ("400", ["400"])
     assert "400^{-0.5}" in worked(at)
     assert at.slider(key="training.warmup").label == translate("training.settings.warmup", "en")  # no status in it
     expected = translate("training.schedule.peak_after_cap", "en", warmup=400, steps=300)
@@ -127,7 +141,7 @@ def test_settings_are_mirrored_in_the_url_and_shape_the_peak(app):
 
 
 def test_bad_settings_in_the_link_are_refused_with_a_message(app):
-    at = open_training(app, tr_warmup="0", tr_batch="100000")
+    at = open_training(app, training_warmup="0", training_batch="100000")
     toasts = texts(at.toast)
     assert len(toasts) == 2 and all("not valid here" in t for t in toasts)
     assert at.slider(key="training.warmup").value == trs.Settings().warmup
@@ -149,7 +163,7 @@ def test_a_setting_the_engine_refuses_blocks_start_with_a_sentence(app, monkeypa
 
 
 def test_start_then_the_run_advances_pauses_resumes_and_stops(app):
-    at = start(open_training(app, tr_steps=LONG))
+    at = start(open_training(app, training_steps=LONG))
     assert at.button(key="training.start").disabled is True
     first = step_of(at)
     at = rerun_until(at, lambda a: step_of(a) > first)
@@ -191,7 +205,7 @@ def test_sidebar_and_panel_show_one_step_written_the_same_way(app, monkeypatch):
         return dataclasses.replace(metrics, step=metrics.step + shift)
 
     monkeypatch.setattr(TrainingRun, "metrics_since", shifted_metrics)
-    at = start(open_training(app, tr_steps=LONG))
+    at = start(open_training(app, training_steps=LONG))
     clean(at.button(key="training.pause").click().run())
 
     def sidebar_step(a: AppTest) -> str | None:
@@ -207,7 +221,7 @@ def test_sidebar_and_panel_show_one_step_written_the_same_way(app, monkeypatch):
 
 
 def test_the_run_keeps_going_on_another_page_and_the_sidebar_shows_it(app):
-    at = start(open_training(app, tr_steps=LONG))
+    at = start(open_training(app, training_steps=LONG))
     before = step_of(at)
     clean(at.switch_page("app_pages/attention.py").run())
     status = [c for c in texts(at.sidebar.caption) if c.startswith("Training copy-tiny-1: step")]
@@ -221,10 +235,10 @@ def test_the_run_keeps_going_on_another_page_and_the_sidebar_shows_it(app):
 
 
 def test_the_cheating_experiment_turns_the_mask_off_and_says_why(app):
-    at = open_training(app, tr_steps=LONG)
+    at = open_training(app, training_steps=LONG)
     clean(at.button(key="training.cheat").click().run())
     assert at.toggle(key="training.ahead").value is False
-    assert at.query_params["tr_ahead"] in ("false", ["false"])
+    assert at.query_params["training_ahead"] in ("false", ["false"])
     explanation = translate("training.cheat.explain", "en")
     assert explanation in texts(at.warning)
 
@@ -232,7 +246,7 @@ def test_the_cheating_experiment_turns_the_mask_off_and_says_why(app):
 def test_the_cheating_experiment_leads_with_exact_match_accuracy(app):
     """After a normal run, the cheating run's message opens with the two exact-match accuracies
     (where the runs differ), before it mentions the loss."""
-    at = open_training(app, tr_steps="40")
+    at = open_training(app, training_steps="40")
     clean(at.button(key="training.start").click().run())
     done = translate("training.run.finished_step_cap", "en", step=40)
     at = rerun_until(at, lambda a: done in texts(a.success))
@@ -256,7 +270,7 @@ def test_model_sizes_are_translated_in_chinese(app):
 
 
 def test_a_finished_run_offers_samples_use_and_download(app):
-    at = open_training(app, tr_steps="8")
+    at = open_training(app, training_steps="8")
     clean(at.button(key="training.start").click().run())
     done = translate("training.run.finished_step_cap", "en", step=8)
     at = rerun_until(at, lambda a: done in texts(a.success))
@@ -276,9 +290,9 @@ def test_a_run_waits_in_the_queue_when_the_slots_are_full(app, monkeypatch):
     current = {"id": "browser-A"}  # two browsers need two session ids (AppTest gives all the same)
     monkeypatch.setattr(cache_resource_api, "get_session_id_or_throw", lambda: current["id"])
     try:
-        first = start(open_training(app, tr_steps=LONG))
+        first = start(open_training(app, training_steps=LONG))
         current["id"] = "browser-B"
-        second = open_training(app, tr_steps=LONG)
+        second = open_training(app, training_steps=LONG)
         clean(second.button(key="training.start").click().run())
         queued = translate("training.run.queued", "en", position=1, capacity=1, waiting=1)
         second = rerun_until(second, lambda a: queued in texts(a.warning), timeout=10)  # (it joins in a moment)
@@ -311,7 +325,7 @@ def test_a_failing_run_says_why_offers_no_model_and_the_app_keeps_serving(app, m
         return real_step(self)
 
     monkeypatch.setattr(TrainingRun, "train_step", failing_step)
-    at = open_training(app, tr_steps=LONG)
+    at = open_training(app, training_steps=LONG)
     clean(at.button(key="training.start").click().run())
     reason = f"RuntimeError: {message}"
     on_page = translate("training.run.failed", "en", step=3,
@@ -344,11 +358,11 @@ def test_the_compare_slider_adds_a_second_curve_from_the_link_and_when_moved(app
         spec = charts(at)[0].proto.spec
         return {w for w in (100, 250, 400, 800) if translate("training.schedule.series", "en", warmup=w) in spec}
 
-    at = open_training(app, tr_warmup="100", tr_cmp="250")  # the chart reads the link's value on first draw
+    at = open_training(app, training_warmup="100", training_cmp="250")  # the chart reads the link's value on first draw
     assert at.slider(key="training.compare").value == 250
     assert series(at) == {100, 250}
     clean(at.slider(key="training.compare").set_value(400).run())
-    assert at.query_params["tr_cmp"] in ("400", ["400"]) and series(at) == {100, 400}
+    assert at.query_params["training_cmp"] in ("400", ["400"]) and series(at) == {100, 400}
     clean(at.slider(key="training.compare").set_value(100).run())  # the same warmup: one curve
     assert series(at) == {100}
     clean(at.slider(key="training.warmup").set_value(800).run())

@@ -83,7 +83,7 @@ def threads_alive(p) -> int:
 
 
 def test_live_run_charts_page_switch_and_stop(open_tab, wait_for_app, screenshot):
-    _, p = open_tab("/training?lang=en&tr_steps=20000")
+    _, p = open_tab("/training?lang=en&training_steps=20000")
     p.get_by_role("button", name=translate("training.control.start", "en")).click()
     wait_for(lambda: step_now(p) >= 1)
     expect(p.locator(CHART)).to_have_count(5 + 2, timeout=90 * MS)  # planned, 4 live charts, 2 heads
@@ -134,7 +134,7 @@ SIDEBAR_AND_METRIC = """() => {
 def test_the_sidebar_counts_with_the_page_while_training(open_tab, wait_for_app, screenshot, lang):
     """On the training page the sidebar's status moves with the live panel, step for step and
     written alike (it used to say step 0 for the whole run), and agrees with it once paused."""
-    _, p = open_tab(f"/training?lang={lang}&tr_steps=20000", locale="zh-CN" if lang == "zh" else "en-US")
+    _, p = open_tab(f"/training?lang={lang}&training_steps=20000", locale="zh-CN" if lang == "zh" else "en-US")
     p.get_by_role("button", name=translate("training.control.start", lang)).click()
     wait_for(lambda: step_now(p) >= 1)
 
@@ -184,7 +184,7 @@ def test_a_link_to_a_model_of_another_session_says_so_and_how_to_share(open_tab,
 
 
 def test_closing_the_tab_ends_its_run(open_tab, wait_for_app):
-    owner_context, owner = open_tab("/training?lang=en&tr_steps=20000")
+    owner_context, owner = open_tab("/training?lang=en&training_steps=20000")
     owner.get_by_role("button", name=translate("training.control.start", "en")).click()
     wait_for(lambda: step_now(owner) >= 1)
     _, watcher = open_tab("/training?lang=en")
@@ -201,7 +201,7 @@ def test_closing_the_tab_ends_its_run(open_tab, wait_for_app):
 
 
 def test_finished_run_used_elsewhere_downloaded_and_uploaded(open_tab, wait_for_app, screenshot, tmp_path):
-    _, p = open_tab("/training?lang=zh&tr_steps=12&tr_task=reverse", locale="zh-CN")
+    _, p = open_tab("/training?lang=zh&training_steps=12&training_task=reverse", locale="zh-CN")
     p.get_by_role("button", name=translate("training.control.start", "zh")).click()
     done = translate("training.run.finished_step_cap", "zh", step=12)
     expect(p.get_by_text(done)).to_be_visible(timeout=120 * MS)

@@ -85,7 +85,7 @@ def test_two_finished_runs_and_a_live_one_overlaid_in_both_languages(browser, co
     context.set_default_timeout(_conftest.APP_RUN_TIMEOUT_MS)
     try:
         p = context.new_page()
-        p.goto(f"{compare_server}/training?lang=en&tr_steps=15")
+        p.goto(f"{compare_server}/training?lang=en&training_steps=15")
         wait_for_app(p)
         train(p, wait_for_app, 15, 1)
         choose(p, translate("training.variant.norm_first.pre", "en"))

@@ -112,7 +112,7 @@ def training_through(relay: Relay) -> Iterator[load.Session]:
     """A session, connected through ``relay``, whose run has trained a few steps."""
     session = load.Session(f"http://127.0.0.1:{relay.port}", "cut-off", request_timeout=120).connect()
     try:
-        session.open("training", "tr_steps=20000")
+        session.open("training", "training_steps=20000")
         session.click(load.START_BUTTON)
         end = time.monotonic() + 60
         while time.monotonic() < end and not (session.run_stats and session.run_stats[0] == "running"

@@ -117,7 +117,7 @@ def visit(url: str, n: int, order: list[str], failures: list[str], runs_seen: li
     try:
         s.connect()
         if trainer:
-            s.open("training", f"tr_steps={TRAIN_STEPS}")
+            s.open("training", f"training_steps={TRAIN_STEPS}")
             s.click(load.START_BUTTON)
             # Mid-training (a few steps done) when it goes away; all but the wave's first may also
             # go while still queued behind the global cap.
@@ -151,7 +151,7 @@ def test_fifty_sessions_leave_no_thread_and_no_memory_behind(leak_server):
     order = load.warm_up(url, 120)
     warm = load.Session(url, "warm-train").connect()
     try:
-        warm.open("training", "tr_steps=30")
+        warm.open("training", "training_steps=30")
         warm.click(load.START_BUTTON)
         warm.watch_run(120)
         assert warm.run_stats == ("finished", 30), warm.run_stats
@@ -220,7 +220,7 @@ def test_a_tab_gone_right_after_pressing_start_leaves_no_run_behind_its_cap():
         for delay in delays:
             s = load.Session(url, "racer").connect()
             try:
-                s.open("training", f"tr_steps={TRAIN_STEPS}")
+                s.open("training", f"training_steps={TRAIN_STEPS}")
                 assert s.errors == [], s.errors
                 s.click(load.START_BUTTON, wait=False)
                 time.sleep(delay)

@@ -400,12 +400,12 @@ def test_every_page_setting_is_declared_once_and_the_rest_is_derived_from_it():
 
 def test_shared_links_keep_their_parameter_names_and_widgets_their_keys():
     assert {name: param.name for name, param in trs.PARAMS.items()} == {
-        "task": "tr_task", "preset": "tr_size", "norm_first": "tr_prenorm", "norm_kind": "tr_norm",
-        "ffn_kind": "tr_ffn", "position_kind": "tr_pos", "warmup": "tr_warmup", "factor": "tr_factor",
-        "label_smoothing": "tr_eps", "batch_size": "tr_batch", "seed": "tr_seed", "max_steps": "tr_steps",
-        "use_padding_mask": "tr_pad", "use_look_ahead_mask": "tr_ahead",
+        "task": "training_task", "preset": "training_size", "norm_first": "training_prenorm", "norm_kind": "training_norm",
+        "ffn_kind": "training_ffn", "position_kind": "training_pos", "warmup": "training_warmup", "factor": "training_factor",
+        "label_smoothing": "training_eps", "batch_size": "training_batch", "seed": "training_seed", "max_steps": "training_steps",
+        "use_padding_mask": "training_pad", "use_look_ahead_mask": "training_ahead",
     }
-    assert trs.COMPARE.name == "tr_cmp"
+    assert trs.COMPARE.name == "training_cmp"
     assert trs.KEYS["batch_size"] == "training.batch" and trs.KEYS["max_steps"] == "training.steps"
     assert trs.PARAMS["batch_size"].parse("32") == 32  # a whole number's step is its widget's increment only
     assert trs.PARAMS["factor"].parse("0.33") == pytest.approx(0.3)  # a slider's grid

@@ -3,7 +3,7 @@
 Each setting is a :class:`~model.training.TrainingConfig` field made with ``model.training.setting``:
 its default is what the page opens with, and its :class:`~model.training.PageSetting` gives its URL
 name, widget key, label and range. Everything here is derived from that: :data:`PARAMS` (the URL
-parameters, ``?tr_task=copy&tr_warmup=200...``), :data:`KEYS` (the widgets' session-state keys),
+parameters, ``?training_task=copy&training_warmup=200...``), :data:`KEYS` (the widgets' session-state keys),
 :data:`COMPARED_FIELDS`, :class:`Settings` (what a visitor chose, checked by the engine alone) and
 :func:`read_settings`. Adding a setting is adding a field there (and its label in both catalogs).
 """
@@ -30,7 +30,7 @@ KEYS: dict[str, str] = {name: spec.key for name, spec in SPECS.items()}  # setti
 COMPARED_FIELDS: tuple[str, ...] = tuple(name for name in SPECS if name != "task")
 VARIANT_FIELDS: tuple[str, ...] = ("norm_first", *VARIANT_KINDS)  # the model-variant switches
 # A second warmup drawn beside the planned curve: a view of the page, not a setting of the run.
-COMPARE = IntParam("tr_cmp", default=800, lo=0, hi=4000)
+COMPARE = IntParam("training_cmp", default=800, lo=0, hi=4000)
 COMPARE_KEY = "training.compare"
 
 
