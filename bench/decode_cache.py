@@ -20,29 +20,20 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from model import Transformer, TransformerConfig, pick_device  # noqa: E402
+from bench.forward import time_calls  # noqa: E402
 from model.decoding import greedy_decode, greedy_ids  # noqa: E402
 
 EOS_ID = 2
 
 
 def median_ms(fn, calls: int, device: torch.device) -> float:
-    times = []
-    for _ in range(calls):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+    return statistics.median(time_calls(fn, calls, device)) * 1e3
 
 
 def main() -> None:
