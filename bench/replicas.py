@@ -381,6 +381,29 @@ def run_replicas(cluster: Cluster, *, sessions: int = 40, uploaders: int = 6, tr
     training: dict[str, dict] = {}
     reached = [False] * sessions
 
+    def wait_together(s: ProxiedSession) -> None:
+        """Wait at the barrier for every session, answering the server meanwhile as an open tab does.
+
+        The first sessions wait for the last ones to arrive (the ramp, longer on a busy machine);
+        a client that stopped reading its socket for that long would miss the server's websocket
+        pings and be dropped, which is the client's fault, not the replica's.
+        """
+        broken: list[threading.BrokenBarrierError] = []
+
+        def wait() -> None:
+            try:
+                gathered.wait()
+            except threading.BrokenBarrierError as exc:
+                broken.append(exc)
+
+        waiter = threading.Thread(target=wait, name=f"{s.name}-barrier", daemon=True)
+        waiter.start()
+        while waiter.is_alive() and not stop.is_set():
+            s.idle(0.5)
+        waiter.join()
+        if broken:
+            raise broken[0]
+
     def visit(i: int) -> None:
         s = visitors[i]
         rng = random.Random(seed * 1000 + i + 500)
@@ -414,7 +437,7 @@ def run_replicas(cluster: Cluster, *, sessions: int = 40, uploaders: int = 6, tr
             kept_after_rerun[s.name] = all(s.has_model(name) for name in expected[s.name])
             reached[i] = True
             try:
-                gathered.wait()
+                wait_together(s)
             except threading.BrokenBarrierError:
                 s.errors.append(f"{s.name}: not every session was connected at once (another one failed)")
             s.idle(spread * i / sessions + rng.uniform(*think))
