@@ -318,6 +318,23 @@ def test_the_queue_trains_one_run_at_a_time_and_close_cancels_it(session):
     assert session.snapshot().config["seed"] == 5  # the second run never started
 
 
+def test_a_snapshot_taken_just_before_the_queue_starts_the_next_run_is_not_the_next_runs(session):
+    """The race CI met under load: the page took the finished first run's snapshot, the experiment's
+    queue started the second run, then the page drew the compare list with that snapshot. The second
+    run's entry must not freeze with the first run's curves and settings."""
+    session.start(short_config(seed=1, norm_first=False))
+    assert wait_until(lambda: not session.live)
+    first = session.snapshot()
+    assert first.state == "finished"
+    session.start(short_config(seed=2, norm_first=True))  # as the queue's thread would, between the two calls
+    listed = session.compared(first)
+    assert [run.config["seed"] for run in listed] in ([1], [1, 2])  # the second is listed once it has a step
+    assert wait_until(lambda: not session.live)
+    listed = session.compared(session.snapshot())
+    assert [(run.config["seed"], run.config["norm_first"]) for run in listed] == [(1, False), (2, True)]
+    assert listed[1].snapshot.step == 3
+
+
 def test_reset_forgets_the_list_and_a_manual_start_ends_the_experiment(session):
     session.start_queue([long_config(seed=1), short_config(seed=2)], "smoothing")
     assert wait_until(lambda: session.snapshot().step >= 1)

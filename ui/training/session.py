@@ -405,6 +405,10 @@ class TrainingSession:
         has just taken its snapshot)."""
         with self._lock:
             run, number = self.run, self.run_number
+            if current is not None and not self._taken_of(run, current):
+                # The page took ``current`` just before an experiment's queue started the next run:
+                # it is the run before's, which its own entry froze when the next one started.
+                current = None
             snap = current if current is not None else (run.snapshot() if run is not None else None)
             if snap is not None and snap.state in ("finished", "failed"):
                 self._freeze_current(snap)
@@ -417,6 +421,12 @@ class TrainingSession:
                 final = curves_only(snap)
             compared.append(ComparedRun(n, name, final, shown))
         return compared
+
+    def _taken_of(self, run: TrainingRun | None, snap: RunSnapshot) -> bool:
+        """True if ``snap`` came from :meth:`snapshot` while ``run`` was the current run: every
+        snapshot of one run shares that run's one settings dict."""
+        drawn = self._drawn
+        return run is not None and drawn is not None and drawn.run is run and snap.config is drawn.config
 
     def show(self, number: int, shown: bool) -> None:
         """Tick (or untick) run ``number`` for the overlay."""
