@@ -3,7 +3,7 @@ to the numbers inside one head, with statistics and switching heads off."""
 import streamlit as st
 
 from explain.attention import (KINDS, AttentionView, HeadId, ablation_triples, all_heads, answer_ids, attention_csv,
-                               attention_maps, attention_view, blocked_cells, every_head_csv, format_probability,
+                               attention_maps, attention_name, attention_view, blocked_cells, every_head_csv, format_probability,
                                greedy_answer, head_statistics, long_attention_csv, mean_peak, most_focused_head,
                                query_key_tokens, row_entropy, sequence_probability)
 from explain.head_output import head_outputs, head_outputs_csv
@@ -13,7 +13,9 @@ from explain.tokens import target_tokenizer
 from figures import attention as charts
 from figures.head_output import head_output_figure
 from figures.head_view import head_view_figure
+from figures.style import outline
 from ui.cache import computed
+from ui.code_panel import chosen, code_panel
 from ui.head_set import HeadSetParam
 from ui.i18n import t
 from ui.models import MODEL_STATE_KEY, available_models
@@ -150,19 +152,20 @@ def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> 
     other_weights = attention_maps(other, kind)[layer - 1, head - 1]
     blocked = blocked_cells(kind, len(queries), len(keys))
     d_k = q.shape[-1]
+    marked = chosen("attention")  # the intermediate the code panel below has selected, framed where drawn
 
     st.markdown(t("attention.inside.shapes", tq=len(queries), tk=len(keys), d_k=d_k, sqrt=f"{d_k ** 0.5:.2f}"))
     vectors = charts.vectors_figure(
         q, k, v, queries, keys, titles=(t("attention.inside.q"), t("attention.inside.k"), t("attention.inside.v")),
         x_title=t("attention.inside.dimension"),
         hover=f"%{{y}} · {t('attention.inside.dimension')} %{{x}}: %{{z:.3f}}")
-    plot(vectors, key="attention.vectors", config=PLOT_CONFIG)
+    plot(outline(vectors) if marked in ("q", "k", "v") else vectors, key="attention.vectors", config=PLOT_CONFIG)
     score_fig = charts.scores_figure(
         scores, queries, keys, blocked=blocked,
         title=t("attention.inside.scores_scaled" if scale else "attention.inside.scores_raw"),
         x_title=t("attention.key_axis"), y_title=t("attention.query_axis"),
         hover=f"{t('attention.query')} %{{y}} → {t('attention.key')} %{{x}}: %{{z:.2f}}")
-    plot(score_fig, key="attention.scores", config=PLOT_CONFIG)
+    plot(outline(score_fig) if marked == "scores" else score_fig, key="attention.scores", config=PLOT_CONFIG)
     if blocked is not None:
         st.caption(t("attention.inside.masked_note"))
     sharpness(weights, other_weights)
@@ -172,7 +175,7 @@ def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> 
         titles=(t("attention.inside.weights"), t("attention.inside.entropy")), x_title=t("attention.key_axis"),
         y_title=t("attention.query_axis"), entropy_title=t("attention.inside.bits"), hover=weight_hover(),
         entropy_hover=f"%{{y}}: %{{x:.2f}} {t('attention.inside.bits')}")
-    plot(weights_fig, key="attention.weights", config=PLOT_CONFIG)
+    plot(outline(weights_fig) if marked == "weights" else weights_fig, key="attention.weights", config=PLOT_CONFIG)
     if not scale:
         raw_answer = computed(greedy_answer, source, model=ckpt, scale_scores=False)  # the views above decode nothing
         st.info(t("attention.inside.raw_answer", answer=markdown_literal(raw_answer, limit=60)),
@@ -180,6 +183,9 @@ def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> 
     csv_download("attention.export", lambda: attention_csv(weights, queries, keys),
                  f"attention_{kind}_L{layer}_H{head}_{'scaled' if scale else 'unscaled'}.csv",
                  "attention.export_inside")
+    code_panel("attention", ("multi_head", "scaled_dot_product_attention", "masked_softmax"), ckpt=ckpt,
+               source=source, target=answer, scale_scores=scale,
+               where={"att": attention_name(kind, layer - 1), "stack": "decoder" if kind == "decoder" else "encoder"})
     what_attention_produces(ckpt, view, kind, layer, head)
 
 

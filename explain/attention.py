@@ -33,7 +33,7 @@ scores (L, H, T_q, T_k), heads = weights · v (L, H, T_q, d_k), concat (L, T_q, 
 (L, T_q, d_model)."""
 
 
-def _attention_name(kind: str, layer: int) -> str:
+def attention_name(kind: str, layer: int) -> str:
     """The trace's name of attention ``kind`` in ``layer`` (0-based), e.g. ``"decoder.1.cross_attn"``."""
     stack, sublayer = {"encoder": ("encoder", "self_attn"), "decoder": ("decoder", "self_attn"),
                        "cross": ("decoder", "cross_attn")}[kind]
@@ -134,7 +134,7 @@ def attention_view(
     details = {}
     if trace is not None:
         layers = range(model.config.n_layers)
-        details = {kind: {name: layer_stack([trace[f"{_attention_name(kind, i)}.{name}"] for i in layers])
+        details = {kind: {name: layer_stack([trace[f"{attention_name(kind, i)}.{name}"] for i in layers])
                           for name in DETAILS} for kind in KINDS}
     return AttentionView(
         src_tokens=ckpt.tokenizer.token_strings(src[0].tolist()),

@@ -74,3 +74,13 @@ def upright_axis_titles(fig: go.Figure) -> go.Figure:
         height = fig.layout.height + TITLE_LINE_PX if fig.layout.height else None
         fig.update_layout(margin_t=margin + TITLE_LINE_PX, height=height)
     return fig
+
+
+HIGHLIGHT_COLOR = "#ff8700"  # the picture of the intermediate selected in a code panel
+
+
+def outline(fig: go.Figure) -> go.Figure:
+    """``fig`` framed in :data:`HIGHLIGHT_COLOR`: the picture that shows what a code panel selected."""
+    fig.add_shape(type="rect", xref="paper", yref="paper", x0=0, y0=0, x1=1, y1=1, layer="above",
+                  line=dict(color=HIGHLIGHT_COLOR, width=3), fillcolor="rgba(0,0,0,0)")
+    return fig

@@ -1,0 +1,122 @@
+"""The "Code" panel under a view: the project's functions that computed it, read from the running
+objects (:mod:`explain.code`), and the live intermediates of the current input with their shapes.
+
+A page draws it where the view is::
+
+    code_panel("attention", ("multi_head", "scaled_dot_product_attention"), ckpt=ckpt,
+               source=source, target=answer, where={"att": "encoder.0.self_attn"})
+
+Selecting an intermediate marks the line(s) that computed it; a page that draws that intermediate
+reads :func:`chosen` *before* drawing its picture and frames it (:func:`figures.style.outline`).
+The panel is an expander: opening it is the browser's work, no rerun, so it adds no wait.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+import streamlit as st
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
+
+from explain.code import SNIPPETS, LiveStep, Source, model_dims, source_of, traced_steps
+from ui.cache import computed
+from ui.i18n import t
+
+MARK_COLOR = "#ffe8a3"  # the lines that made the selected intermediate
+_LEXER = PythonLexer()
+
+
+def step_key(page: str, name: str = "code") -> str:
+    """The session key of a panel's intermediate choice."""
+    return f"{page}.{name}_step"
+
+
+def chosen(page: str, name: str = "code") -> str | None:
+    """The intermediate selected in the page's panel (its step key, e.g. "scores"), or None."""
+    value = st.session_state.get(step_key(page, name))
+    return value if isinstance(value, str) else None
+
+
+def highlighted_html(source: Source, marked: Sequence[int] = ()) -> str:
+    """``source`` as highlighted HTML with the file's line numbers, lines ``marked`` (file numbers)
+    on a coloured band; it scrolls inside its own box (a phone's page never scrolls sideways)."""
+    relative = [n - source.first_line + 1 for n in marked if source.first_line <= n <= source.last_line]
+    formatter = HtmlFormatter(noclasses=True, linenos="inline", linenostart=source.first_line,
+                              hl_lines=relative, style="default", nobackground=True)
+    body = highlight(source.text, _LEXER, formatter)
+    body = body.replace("background-color: #ffffcc", f"background-color: {MARK_COLOR}")
+    return (
+        '<div class="tp-code" style="max-height: 28rem; overflow: auto; border: 1px solid rgba(128,128,128,.35); '
+        'border-radius: .5rem; padding: .25rem .5rem; font-size: .8rem; line-height: 1.35; '
+        f'background: rgba(128,128,128,.06)" data-file="{html.escape(source.file)}" '
+        f'data-marked="{",".join(str(n) for n in marked)}">{body}</div>'
+    )
+
+
+def _preview(step: LiveStep) -> str:
+    numbers = ", ".join(f"{x:.3g}" for x in step.preview)
+    return f"[{numbers}{', …' if len(step.preview) < _size(step.shape) else ''}]"
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _steps_table(steps: Sequence[LiveStep], dims: Mapping[str, int]) -> pd.DataFrame:
+    return pd.DataFrame({
+        t("code.column.name"): [s.name for s in steps],
+        t("code.column.shape"): [str(s.shape) for s in steps],
+        t("code.column.what"): [t(f"code.step.{s.key}", **dims) for s in steps],
+        t("code.column.line"): [", ".join(str(n) for n in s.lines) for s in steps],
+        t("code.column.first"): [_preview(s) for s in steps],
+    })
+
+
+def code_panel(
+    page: str,
+    snippets: Sequence[str],
+    *,
+    ckpt: Any = None,
+    source: str | None = None,
+    target: str | None = None,
+    where: Mapping[str, str] | None = None,
+    scale_scores: bool = True,
+    name: str = "code",
+    expanded: bool = False,
+) -> None:
+    """The panel of ``snippets`` (keys of :data:`explain.code.SNIPPETS`); with ``ckpt`` and ``source``
+    also the live intermediates of one forward of ``source`` / ``target`` at ``where``."""
+    sources = [source_of(SNIPPETS[key].path) for key in snippets]
+    names = ", ".join(s.qualname for s in sources)
+    with st.expander(t("code.panel.title", names=names), icon=":material/code:", expanded=expanded):
+        st.caption(t("code.panel.caption"))
+        traced: dict[str, tuple[LiveStep, ...]] = {}
+        if ckpt is not None and source is not None:
+            traced = dict(computed(traced_steps, source, target or "", tuple(snippets),
+                                   tuple(sorted((where or {}).items())), scale_scores, model=ckpt))
+        live = list({step.name: step for steps in traced.values() for step in steps}.values())
+        picked = None
+        if live:
+            by_key = {step.key: step for step in live}
+            picked = st.radio(t("code.panel.pick"), list(by_key), index=None, horizontal=True,
+                              key=step_key(page, name), help=t("code.panel.pick_help"),
+                              format_func=lambda k: f"{by_key[k].name.rsplit('.', 1)[-1]} {by_key[k].shape}")
+            st.dataframe(_steps_table(live, model_dims(ckpt)), hide_index=True, width="stretch")
+        for key, src in zip(snippets, sources):
+            marked = [n for step in traced.get(key, ()) if step.key == picked for n in step.lines]
+            lines = t("code.panel.lines", first=src.first_line, last=src.last_line)
+            st.markdown(f"`{src.file}` · **`{src.qualname}`** · {lines}")
+            read, copy = st.tabs([t("code.panel.read"), t("code.panel.copy")])
+            with read:
+                st.html(highlighted_html(src, marked))
+            with copy:
+                st.caption(t("code.panel.method_note" if src.is_method else "code.panel.import_note",
+                             cls=src.qualname.split(".")[0]))
+                st.code(src.imports, language="python")
+                st.code(src.text, language="python", line_numbers=True)
