@@ -6,6 +6,7 @@ import streamlit as st
 from explain.cost import (COMPLEXITY, LENGTHS, MAX_LENGTH, PATHS, TOTAL_BUDGET_S, CostMeasurement, cached_cost,
                           is_measuring, measure_once)
 from figures.cost import cost_figure
+from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.models import selected_model
 from ui.page_errors import fragment
@@ -113,6 +114,7 @@ def show_result(result: CostMeasurement) -> None:
 
 with page("attention_cost", try_this="bottom", model=False):
     complexity_table()
+    code_panel("attention_cost", ("scaled_dot_product_attention", "fast_attention"))
     checkpoint = selected_model()
     if checkpoint is not None:
         measured(checkpoint)

@@ -12,6 +12,7 @@ from explain.bleu import (CHUNK, MAX_ORDER, NGRAM_COLUMNS, NOISES, ORDER_COLUMNS
 from figures.bleu import precision_bars
 from figures.labels import display_token
 from ui.cache import computed
+from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.page_errors import fragment
 from ui.scaffold import page
@@ -273,6 +274,7 @@ def worked_view(ckpt, tokenize: str) -> None:
     worked_formula(worked)
     library_check(worked, computed(library_sentence, candidate, reference, tok, "none"),
                   computed(library_sentence, candidate, reference, tok, "exp"))
+    code_panel("bleu", ("bleu_count", "ngrams", "bleu_clip", "bleu_score"))
 
 
 # ------------------------------------------------------------------ the page

@@ -10,6 +10,7 @@ from explain.tokens import target_tokenizer
 from figures import decoding as pictures
 from figures.labels import display_token
 from ui.cache import computed
+from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.nav import smoothing_link
 from ui.page_errors import fragment
@@ -247,6 +248,8 @@ def decoder_page(ckpt) -> str | None:
         compare(ckpt, source)
     else:
         forcing(ckpt, source)
+    code_panel("decoding", {"steps": ("greedy", "decode_loop"), "compare": ("greedy", "beam_search")}.get(
+        section, ("decode",)), ckpt=ckpt if section == "forcing" else None, source=source)
     return source
 
 
@@ -267,6 +270,7 @@ def cache_section(ckpt, source: str) -> None:
     plot(chart, key="decoding.cache_chart", config=PLOT_CONFIG)
     st.markdown(t("decoding.cache.total", steps=len(savings.tokens), computed=savings.total_computed,
                   without=savings.total_without, ratio=f"{savings.total_without / savings.total_computed:.1f}"))
+    code_panel("decoding", ("kv_cache",), name="cache_code")
 
 
 FORMULAS = (r"P(y\mid x)=\prod_{t=1}^{T} P(y_t\mid y_{<t},\,x)\qquad "

@@ -8,7 +8,9 @@ from explain.ffn import (PAPER_D_FF, PAPER_D_MODEL, activations_csv, attention_p
 from explain.residual import STACKS
 from figures import ffn as charts
 from figures.labels import display_token
+from figures.style import outline
 from ui.cache import computed
+from ui.code_panel import chosen, code_panel
 from ui.i18n import t
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
@@ -72,9 +74,11 @@ def inside(ckpt, source: str) -> None:
     kind = view.kind
     st.markdown(t("feed_forward.inside.shapes", t=T, d=view.x.shape[1], h=hidden))
     titles = (t(f"feed_forward.inside.before_{kind}"), t(f"feed_forward.inside.after_{kind}"))
-    plot(charts.activations_figure(view.pre, view.post, view.tokens, titles=titles,
-                                   x_title=t("feed_forward.inside.unit"),
-                                   hover=token_hover(t("feed_forward.inside.unit") + " %{x}")),
+    marked = chosen("feed_forward")  # the intermediate the code panel below has selected
+    activations = charts.activations_figure(view.pre, view.post, view.tokens, titles=titles,
+                                            x_title=t("feed_forward.inside.unit"),
+                                            hover=token_hover(t("feed_forward.inside.unit") + " %{x}"))
+    plot(outline(activations) if marked in ("hidden_pre", "hidden") else activations,
          key="feed_forward.activations", config=PLOT_CONFIG)
     st.caption(t(f"feed_forward.inside.caption_{kind}"))
     csv_download("feed_forward.export", lambda: activations_csv(view), f"ffn_{stack}_L{layer}_hidden.csv",
@@ -87,13 +91,15 @@ def inside(ckpt, source: str) -> None:
                                  hover="%{y}: %{x:.1%}"),
          key="feed_forward.zeros", config=PLOT_CONFIG)
     st.markdown(f"**{t('feed_forward.inside.output_heading')}**")
-    plot(charts.output_figure(view.output, view.tokens, title=t("feed_forward.inside.output_title"),
-                              x_title=t("feed_forward.inside.dimension"),
-                              hover=token_hover(t("feed_forward.inside.dimension") + " %{x}")),
-         key="feed_forward.output", config=PLOT_CONFIG)
+    output = charts.output_figure(view.output, view.tokens, title=t("feed_forward.inside.output_title"),
+                                  x_title=t("feed_forward.inside.dimension"),
+                                  hover=token_hover(t("feed_forward.inside.dimension") + " %{x}"))
+    plot(outline(output) if marked == "ffn_out" else output, key="feed_forward.output", config=PLOT_CONFIG)
     st.caption(t("feed_forward.inside.output_caption"))
     csv_download("feed_forward.export", lambda: output_csv(view), f"ffn_{stack}_L{layer}_output.csv",
                  "feed_forward.export_output")
+    code_panel("feed_forward", ("swiglu" if kind == "swiglu" else "feed_forward",), ckpt=ckpt, source=source,
+               target=view.target.text, where={"stack": stack, "i": str(layer - 1)})
 
 
 # ------------------------------------------------------------------ position-wise

@@ -5,6 +5,7 @@ reruns the whole app, and every element is one more message to send.
 """
 import streamlit as st
 
+from ui.code_panel import code_panel
 from ui.home_view import map_html
 from ui.i18n import current_lang, t
 from ui.nav import linked_html
@@ -17,3 +18,4 @@ with page("home", title=t("common.app_title"), model=False):
     # ?lang=zh), i.e. the component kept its old markup; a new key cannot.
     linked_html(map_html(lang), key=f"home_map_{lang}")
     st.info(f"**{t('home.prereq.heading')}**\n\n{t('home.prereq.body')}", icon=":material/school:")
+    code_panel("home", ("forward", "encode", "decode"))

@@ -3,13 +3,14 @@ LayerNorm vs BatchNorm on a padded batch, and post-norm vs pre-norm with the gra
 import streamlit as st
 
 from explain.layernorm import (FINAL, TokenNorm, batch_compare, matrix_csv, norm_sites, parse_site,
-                               rms_vs_layer, token_norm)
+                               rms_vs_layer, sentence_pair_ids, token_norm, trace_name)
 from explain.norm_placement import (BATCH_SIZE, N_LAYERS, PLACEMENTS, SEEDS, TASK, gradient_csv, growth,
                                     init_gradient_norms, spread)
 from figures.labels import display_token, token_label
 from figures.layernorm import (feature_means_figure, gamma_beta_figure, gradient_figure, normalised_heatmap,
                                rms_layer_figure, wiring_figure)
 from ui.cache import computed
+from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.nav import link
 from ui.page_errors import fragment
@@ -113,6 +114,12 @@ def norm_view(ckpt, source: str) -> None:
     gamma_beta(view)
     st.caption(t("layer_norm.token.gamma_caption_rms" if view.beta is None else "layer_norm.token.gamma_caption"))
     csv_download("layer_norm.token.csv", view.csv, "layernorm_tokens.csv", key="layer_norm.token_csv")
+    src_ids, tgt_ids = computed(sentence_pair_ids, source, model=ckpt)
+    stack, layer, sublayer = parse_site(site)
+    place = {"norm": trace_name(site)} if sublayer == FINAL else {"norm": trace_name(site), "stack": stack,
+                                                                  "i": str(layer), "sub": sublayer}
+    code_panel("layer_norm", ("layer_norm", "rms_norm" if view.kind == "rms" else "sublayer"), ckpt=ckpt,
+               source=tuple(src_ids), target=tuple(tgt_ids), where=place)
     rms_beside(view)
 
 

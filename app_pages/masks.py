@@ -6,10 +6,12 @@ import streamlit as st
 from explain.masks import (SELF_ATTENTION_KINDS, SHOWN_PADS, HeadMap, PairTokens, flipped, head_map, leak_share,
                            mask_set,
                            masked_attention, pair_tokens, row_steps, seed_example)
+from explain.code import fully_masked_row
 from explain.tokens import batch_of, fallback_tokenizer
 from figures.labels import display_token
 from figures.masks import attention_map, mask_matrix, row_bars, title_lines
 from ui.cache import computed
+from ui.code_panel import code_panel, numbers
 from ui.i18n import t
 from ui.nav import link
 from ui.page_errors import fragment
@@ -143,6 +145,11 @@ def mask_view(section: str, ckpt, pad_id: int, pair: PairTokens, layer: int, hea
         effect_section(ckpt, pair, layer, head, use_padding, use_look_ahead)
     else:
         row_section(ckpt, pair, kind, layer, head, query, use_padding, use_look_ahead)
+    row = computed(fully_masked_row)
+    code_panel("masks", ("padding_mask", "look_ahead_mask", "target_mask", "masked_softmax"), ckpt=ckpt,
+               source=pair.src_ids if ckpt is not None else None, target=pair.tgt_ids, where={"stack": "encoder"},
+               use_padding_mask=use_padding, use_look_ahead_mask=use_look_ahead,
+               notes=(t("code.panel.minus_inf", naive=numbers(row.with_minus_inf), ours=numbers(row.this_code)),))
 
 
 def layer_and_head(ckpt) -> tuple[int, int]:

@@ -14,6 +14,7 @@ from explain.tokens import target_tokenizer
 from figures import output as pictures
 from figures.labels import display_token
 from ui.cache import computed
+from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
@@ -307,6 +308,7 @@ def output_page(ckpt) -> None:
         loss_section(view)
     else:
         smoothing_section(view)
+    code_panel("output_and_loss", ("decode", "label_smoothing"), ckpt=ckpt, source=source, target=target)
     with st.container(border=True):
         st.markdown(f"**{t('output_and_loss.try.heading')}**")
         st.markdown(t(f"output_and_loss.try.{section}"))

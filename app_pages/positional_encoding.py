@@ -3,13 +3,15 @@ a Transformer needs it at all (order blindness); RoPE as a second kind."""
 import streamlit as st
 
 from explain.positional import (BASES, ROPE_CIRCLE_POSITIONS, ROPE_MAX_POSITIONS, offset_similarity, order_blindness,
-                                pe_table, position_similarity, relative_starts, rope_circle, rope_scores, rope_starts,
-                                wavelength, worked_example)
+                                pe_table, position_similarity, relative_starts, rope_circle, rope_layouts, rope_scores,
+                                rope_starts, wavelength, worked_example)
+from explain.code import line_with
 from explain.tasks import sentence_example
 from explain.text import prepare_sentence
 from figures.positional import (attention_maps, example_table_html, frequency_figure, offset_figure,
                                 rope_circle_figure, rope_lines_figure, rope_matrix_figure, similarity_figure)
 from ui.cache import computed
+from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.models import selected_model
 from ui.page_errors import fragment
@@ -189,6 +191,10 @@ def rope(positions: int, d_model: int, base: float) -> None:
                                           (t("positional_encoding.similarity.k"), t("positional_encoding.rope.score"))),
                         key="positional_encoding.rope_lines")
     st.caption(t("positional_encoding.rope.caption", positions=shown))
+    layouts = computed(rope_layouts, d_model, base, shown)
+    code_panel("positional_encoding", ("rope", "rope_half"), name="rope_code",
+               notes=(t("code.panel.rope_layouts", positions=shown, differ=f"{layouts.layouts_differ:.3g}",
+                        inter=f"{layouts.interleaved_spread:.1g}", half=f"{layouts.half_spread:.1g}"),))
 
 
 FORMULAS = (r"PE_{(p,\,2i)} = \sin\!\left(\frac{p}{b^{2i/d_{model}}}\right),\qquad "
@@ -199,6 +205,9 @@ with page("positional_encoding", formulas=FORMULAS, try_this="top", model=False)
     d_model, positions, base = table_settings()
     frequency(positions, d_model, base)
     st.caption(t("positional_encoding.table.caption"))
+    buffer = computed(line_with, "model.transformer.Transformer.__init__", "register_buffer")
+    code_panel("positional_encoding", ("positional_encoding", "embed"),
+               notes=(t("code.panel.buffer", file=buffer.file, line=buffer.number, text=buffer.text),))
 
     similarity(positions, d_model, base)
     worked_example_table()

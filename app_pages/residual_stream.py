@@ -8,7 +8,9 @@ from explain.residual import (STACKS, all_connections, off_triples, parse_connec
 from figures import residual as charts
 from figures.attention import ablation_figure
 from figures.labels import display_token, token_label
+from figures.style import outline
 from ui.cache import computed
+from ui.code_panel import chosen, code_panel
 from ui.head_set import HeadSetParam
 from ui.i18n import t
 from ui.page_errors import fragment
@@ -75,8 +77,9 @@ def sizes(ckpt, source: str) -> None:
               t("residual_stream.sizes.turn_title"))
     hovers = ("%{y} · %{x}: ‖x‖ = %{z:.2f}", f"%{{y}} · %{{x}}: ‖{t('residual_stream.update')}‖ = %{{z:.2f}}",
               "%{y} · %{x}: cos = %{z:.3f}")
-    plot(charts.stream_figure(x_norm, update_norm, turn, tokens, names, titles=titles, hovers=hovers),
-         key="residual_stream.stream", config=PLOT_CONFIG)
+    stream = charts.stream_figure(x_norm, update_norm, turn, tokens, names, titles=titles, hovers=hovers)
+    marked = chosen("residual_stream") in ("x_in", "update", "x_out")  # what the code panel below selected
+    plot(outline(stream) if marked else stream, key="residual_stream.stream", config=PLOT_CONFIG)
     st.caption(t("residual_stream.sizes.reading_pre" if view.norm_first else "residual_stream.sizes.reading_post",
                  norm=norm_name(ckpt)))
     position = token_picker(tokens)
@@ -91,6 +94,9 @@ def sizes(ckpt, source: str) -> None:
          key="residual_stream.path", config=PLOT_CONFIG)
     csv_download("residual_stream.export", lambda: stream_csv(view), "residual_stream.csv",
                  "residual_stream.export_stream")
+    layer_code = "encoder_layer" if stack == "encoder" else "decoder_layer"
+    code_panel("residual_stream", ("sublayer", layer_code, "encode" if stack == "encoder" else "decode"), ckpt=ckpt,
+               source=source, target=view.target.text, where={"stack": stack, "i": "0", "sub": "self_attn"})
 
 
 # ------------------------------------------------------------------ switching a residual off

@@ -8,6 +8,7 @@ from explain.tokens import (SENTENCE_ROWS, SIDES, SentenceBatch, batch_of, fallb
 from figures.labels import display_token
 from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figures
 from ui.cache import computed
+from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.page_errors import fragment
 from ui.scaffold import page
@@ -86,6 +87,7 @@ def embedding_section(ckpt, ids: tuple[int, ...]) -> None:
     with right:
         embedding_steps(stages)
     st.caption(t("tokens.embed.caption"))
+    code_panel("tokens", ("token_embedding", "embed"), ckpt=ckpt, source=ids, where={"stack": "encoder"})
 
 
 FORMULAS = (r"x_p \;=\; E[\,t_p\,]\cdot\sqrt{d_{model}} \;+\; PE(p), \qquad E \in \mathbb{R}^{V \times d_{model}}",)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.scaffold import page
 from ui.page_errors import fragment
@@ -129,6 +130,7 @@ def planned_schedule() -> None:
     st.caption(t("training.schedule.peak_caption"))
     st.slider(t("training.schedule.compare"), trs.COMPARE.lo, trs.COMPARE.hi, key=compare_key,
               help=t("training.schedule.compare_help"))
+    code_panel("training", ("noam",))
 
 
 # ------------------------------------------------------------------ buttons

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from explain.tokens import source_ids, target_ids
+from explain.residual import Text, forward_trace
 from model.attention import masked_softmax
 from model.checkpoint import Checkpoint
 from model.trace import Trace
@@ -37,7 +37,8 @@ class Step:
     """One intermediate a snippet computes: its trace name (a template) and the line that makes it."""
 
     key: str  # short name, also the i18n key of its description (code.step.<key>)
-    name: str  # trace name template: {att} attention, {stack} encoder/decoder, {i} layer, {sub} sublayer
+    name: str  # trace name template: {att} an attention, {stack} encoder/decoder, {i} layer, {sub} sublayer,
+    # {norm} a norm (e.g. "encoder.0.ffn_sublayer.norm" or "decoder.final_norm")
     marker: str  # a fragment of the line(s) of the snippet's source that compute it
 
 
@@ -82,6 +83,7 @@ SNIPPETS: dict[str, Snippet] = {s.key: s for s in (
         _s("position", "{stack}.embed.position", "table[:, 0::2] = torch.sin(angle)"),
     )),
     Snippet("rope", "model.positional.rope_rotate"),
+    Snippet("rope_half", "explain.positional.rope_rotate_half"),
     Snippet("token_embedding", "model.layers.TokenEmbedding.forward", (
         _s("token", "{stack}.embed.token", "return self.lookup(ids) * self.scale"),
     )),
@@ -102,11 +104,11 @@ SNIPPETS: dict[str, Snippet] = {s.key: s for s in (
         _s("ffn_out", "{stack}.{i}.ffn.out", "out = self.linear2(self.dropout(hidden))"),
     )),
     Snippet("layer_norm", "model.layers.apply_norm", (
-        _s("norm_in", "{stack}.{i}.{sub}_sublayer.norm.in", 'trace.put(f"{name}.in", x)'),
-        _s("mean", "{stack}.{i}.{sub}_sublayer.norm.mean", 'trace.put(f"{name}.mean"'),
-        _s("var", "{stack}.{i}.{sub}_sublayer.norm.var", 'trace.put(f"{name}.var"'),
-        _s("rms", "{stack}.{i}.{sub}_sublayer.norm.rms", 'trace.put(f"{name}.rms"'),
-        _s("norm_out", "{stack}.{i}.{sub}_sublayer.norm.out", "y = norm(x) if replaced is None"),
+        _s("norm_in", "{norm}.in", 'trace.put(f"{name}.in", x)'),
+        _s("mean", "{norm}.mean", 'trace.put(f"{name}.mean"'),
+        _s("var", "{norm}.var", 'trace.put(f"{name}.var"'),
+        _s("rms", "{norm}.rms", 'trace.put(f"{name}.rms"'),
+        _s("norm_out", "{norm}.out", "y = norm(x) if replaced is None"),
     )),
     Snippet("rms_norm", "model.layers.RMSNorm.forward"),
     Snippet("sublayer", "model.layers.SublayerConnection.forward", (
@@ -128,8 +130,12 @@ SNIPPETS: dict[str, Snippet] = {s.key: s for s in (
     Snippet("decode_loop", "model.decoding.decode_loop"),
     Snippet("beam_search", "model.decoding.beam_search"),
     Snippet("noam", "model.schedule.noam_lr"),
-    Snippet("bleu_worked", "explain.bleu.work_sentence"),
+    Snippet("bleu_count", "explain.bleu.work_sentence"),
     Snippet("ngrams", "explain.bleu.ngrams"),
+    Snippet("bleu_clip", "explain.bleu.NgramCount"),
+    Snippet("bleu_score", "explain.bleu.WorkedSentence"),
+    Snippet("kv_cache", "model.attention.KVCache"),
+    Snippet("forward", "model.transformer.Transformer.forward"),
     Snippet("fast_attention", "model.attention.fast_attention"),
 )}
 
@@ -226,6 +232,22 @@ def _imports(module: Any, obj: Any, text: str) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class Line:
+    """One line of a function as it runs: its file, number and text."""
+
+    file: str
+    number: int
+    text: str
+
+
+def line_with(path: str, marker: str) -> Line:
+    """The first line of the object ``path`` names that contains ``marker``."""
+    source = source_of(path)
+    number = source.lines_of(marker)[0]
+    return Line(source.file, number, source.lines[number - source.first_line].strip())
+
+
 # ------------------------------------------------------------------ the live intermediates
 
 @dataclass(frozen=True)
@@ -244,20 +266,15 @@ def step_names(snippet: Snippet, where: Mapping[str, str]) -> dict[str, str]:
     return {step.key: step.name.format(**where) for step in snippet.steps}
 
 
-@torch.inference_mode()
-def forward_trace(ckpt: Checkpoint, source: str, target: str, scale_scores: bool = True) -> Trace:
-    """One recorded forward of ``source`` (the encoder) and ``target`` (the decoder, after <bos>)."""
-    trace = Trace(scale_scores=scale_scores)
-    ckpt.model(source_ids(ckpt, source), target_ids(ckpt, target), trace=trace)
-    return trace
-
-
 def live_steps(trace: Trace, snippet: Snippet, where: Mapping[str, str]) -> tuple[LiveStep, ...]:
     """The steps of ``snippet`` the trace holds, with their shapes, first numbers and lines."""
     source = source_of(snippet.path)
     out = []
     for step in snippet.steps:
-        name = step.name.format(**where)
+        try:
+            name = step.name.format(**where)
+        except KeyError:
+            continue  # the page looks at no such place (e.g. a stack's final norm has no sublayer)
         if name not in trace:
             continue  # e.g. RMSNorm has no mean, a model without a table no position
         tensor = trace[name].detach()
@@ -268,11 +285,11 @@ def live_steps(trace: Trace, snippet: Snippet, where: Mapping[str, str]) -> tupl
     return tuple(out)
 
 
-def traced_steps(ckpt: Checkpoint, source: str, target: str, snippet_keys: Sequence[str],
-                 where: tuple[tuple[str, str], ...], scale_scores: bool = True,
-                 ) -> tuple[tuple[str, tuple[LiveStep, ...]], ...]:
-    """Per snippet, its live steps for one forward of ``source`` / ``target`` (cacheable: plain data)."""
-    trace = forward_trace(ckpt, source, target, scale_scores)
+def traced_steps(ckpt: Checkpoint, source: Text, target: Text, snippet_keys: Sequence[str],
+                 where: tuple[tuple[str, str], ...], **switches: bool) -> tuple[tuple[str, tuple[LiveStep, ...]], ...]:
+    """Per snippet, its live steps for one forward of ``source`` / ``target`` (plain data, cacheable);
+    ``switches``: :func:`forward_trace`'s scale_scores, use_padding_mask, use_look_ahead_mask."""
+    trace = forward_trace(ckpt, source, target, **switches)
     places = dict(where)
     return tuple((key, live_steps(trace, SNIPPETS[key], places)) for key in snippet_keys)
 

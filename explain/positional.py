@@ -7,6 +7,7 @@ for the page.
 """
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -227,3 +228,46 @@ def rope_circle(d_model: int, base: float, pair: int, positions: int) -> np.ndar
     rotated = rope_rotate(torch.tensor(q, dtype=torch.float32).expand(positions, d_model), pos, base)
     a, b = pair_columns(pair)
     return rotated[:, [a, b]].double().numpy()
+
+
+def rope_rotate_half(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """RoPE with the other common layout: dimension i pairs with i + d/2 (the "rotate half" form of
+    GPT-NeoX and LLaMA) instead of 2i with 2i+1 (this model's :func:`model.positional.rope_rotate`).
+
+    x: (..., P, d) with d even; positions: (P,). The same rotation angles, another pairing: the
+    numbers differ from the interleaved layout's, the property does not (scores depend on the offset).
+    """
+    d = x.size(-1)
+    frequency = torch.exp(-math.log(base) * torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d)
+    angle = positions.to(torch.float32)[:, None] * frequency  # (P, d/2)
+    cos, sin = torch.cat([angle.cos(), angle.cos()], -1), torch.cat([angle.sin(), angle.sin()], -1)  # (P, d)
+    first, second = x[..., : d // 2], x[..., d // 2:]
+    rotated_half = torch.cat([-second, first], dim=-1)  # (..., P, d)
+    return x * cos + rotated_half * sin
+
+
+@dataclass(frozen=True)
+class RopeLayouts:
+    """Both RoPE layouts on one query and key: how far apart the two layouts' scores are, and how
+    much each one's score for a fixed offset varies with where the pair sits (0 = offset only)."""
+
+    layouts_differ: float  # max |interleaved score − half-split score| over all (p, s)
+    interleaved_spread: float  # max over offsets of (max − min) of the scores at that offset
+    half_spread: float
+
+
+def rope_layouts(d_model: int, base: float, positions: int) -> RopeLayouts:
+    """Scores rot(q, p) · rot(k, s) of one seeded query and key at every p, s, in both layouts."""
+    q, k = rope_vectors(d_model)
+    pos = torch.arange(positions)
+
+    def scores(rotate) -> np.ndarray:
+        qs = rotate(torch.tensor(q, dtype=torch.float64).expand(positions, d_model), pos, base)
+        ks = rotate(torch.tensor(k, dtype=torch.float64).expand(positions, d_model), pos, base)
+        return (qs @ ks.T).double().numpy()  # (P, P)
+
+    def spread(m: np.ndarray) -> float:
+        return max(float(np.ptp(np.diagonal(m, offset))) for offset in range(-positions + 1, positions))
+
+    inter, half = scores(rope_rotate), scores(rope_rotate_half)
+    return RopeLayouts(float(np.abs(inter - half).max()), spread(inter), spread(half))

@@ -62,12 +62,26 @@ def decoder_target(ckpt: Checkpoint, source: str) -> DecoderTarget:
     return DecoderTarget(target_tokenizer(ckpt).decode(greedy_ids(ckpt, source)), "answer")
 
 
-def forward_trace(ckpt: Checkpoint, source: str, target: str) -> Trace:
+Text = str | tuple[int, ...]  # a sentence, or ids as the model reads them (the decoder's with <bos>)
+
+
+@torch.inference_mode()
+def forward_trace(ckpt: Checkpoint, source: Text, target: Text, *, scale_scores: bool = True,
+                  use_padding_mask: bool = True, use_look_ahead_mask: bool = True) -> Trace:
     """The model's own forward pass of ``source`` and ``target`` (teacher forcing) with every intermediate
-    recorded (:mod:`model.trace` names them, e.g. ``"encoder.0.ffn.hidden"``)."""
-    trace = Trace()
-    with torch.inference_mode():
-        ckpt.model(source_ids(ckpt, source), target_ids(ckpt, target), trace=trace)
+    recorded (:mod:`model.trace` names them, e.g. ``"encoder.0.ffn.hidden"``). Each is a sentence
+    (tokenised here, <bos> put before the target) or ids as the model reads them, padding included
+    (cut to max_len); the switches are the forward's own."""
+    model = ckpt.model
+    limit = model.config.max_len
+
+    def ids(text: Text, tokenise) -> torch.Tensor:
+        if isinstance(text, str):
+            return tokenise(ckpt, text)
+        return torch.tensor([tuple(text)[:limit]], dtype=torch.long, device=model.device)  # (1, T)
+
+    trace = Trace(scale_scores=scale_scores)
+    model(ids(source, source_ids), ids(target, target_ids), use_padding_mask, use_look_ahead_mask, trace=trace)
     return trace
 
 

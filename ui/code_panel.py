@@ -21,7 +21,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from explain.code import SNIPPETS, LiveStep, Source, model_dims, source_of, traced_steps
+from explain.code import SNIPPETS, LiveStep, Source, Text, model_dims, source_of, traced_steps
 from ui.cache import computed
 from ui.i18n import t
 
@@ -56,6 +56,11 @@ def highlighted_html(source: Source, marked: Sequence[int] = ()) -> str:
     )
 
 
+def numbers(values: Sequence[float]) -> str:
+    """A short row of numbers as code, e.g. ``[nan, nan, nan]`` or ``[0, 0.25, 0.75]``."""
+    return "`[" + ", ".join(f"{x:.3g}" for x in values) + "]`"
+
+
 def _preview(step: LiveStep) -> str:
     numbers = ", ".join(f"{x:.3g}" for x in step.preview)
     return f"[{numbers}{', …' if len(step.preview) < _size(step.shape) else ''}]"
@@ -83,23 +88,28 @@ def code_panel(
     snippets: Sequence[str],
     *,
     ckpt: Any = None,
-    source: str | None = None,
-    target: str | None = None,
+    source: Text | None = None,
+    target: Text | None = None,
     where: Mapping[str, str] | None = None,
-    scale_scores: bool = True,
     name: str = "code",
+    notes: Sequence[str] = (),
     expanded: bool = False,
+    **switches: bool,
 ) -> None:
     """The panel of ``snippets`` (keys of :data:`explain.code.SNIPPETS`); with ``ckpt`` and ``source``
-    also the live intermediates of one forward of ``source`` / ``target`` at ``where``."""
+    also the live intermediates of one forward of ``source`` / ``target`` (sentences or ids) at
+    ``where``, with the forward's ``switches`` (scale_scores, use_padding_mask, use_look_ahead_mask).
+    ``notes``: markdown the page adds under the caption (a fact about this code, computed live)."""
     sources = [source_of(SNIPPETS[key].path) for key in snippets]
     names = ", ".join(s.qualname for s in sources)
     with st.expander(t("code.panel.title", names=names), icon=":material/code:", expanded=expanded):
         st.caption(t("code.panel.caption"))
+        for note in notes:
+            st.markdown(note)
         traced: dict[str, tuple[LiveStep, ...]] = {}
         if ckpt is not None and source is not None:
             traced = dict(computed(traced_steps, source, target or "", tuple(snippets),
-                                   tuple(sorted((where or {}).items())), scale_scores, model=ckpt))
+                                   tuple(sorted((where or {}).items())), model=ckpt, **switches))
         live = list({step.name: step for steps in traced.values() for step in steps}.values())
         picked = None
         if live:
