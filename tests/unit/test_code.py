@@ -226,6 +226,29 @@ def test_marker_marks_the_line_that_makes_the_step(pair):
         assert _targets(stmt) & returned, f"{where} assigns nothing the function returns"
 
 
+CROSS_BUG = ("multi_head's q, k and v markers ('q, k, v = self._split_heads(q)') are on the self-attention branch "
+             "only: for a cross-attention (the Attention page's 'Cross-attention' kind) the panel marks a line that did "
+             "not run; the cross branch's q = self._split_heads(F.linear(...)) and k, v = self._split_heads(k), ... "
+             "lines are never marked")
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=CROSS_BUG)
+@pytest.mark.parametrize("key", ["q", "k", "v"])
+def test_multi_head_marks_the_cross_attention_branch_too(key):
+    """MultiHeadAttention.forward makes q, k, v on two branches (``if memory is None``: self-attention; else:
+    cross-attention); the panel shows the same snippet for both, so each step's marked lines must include a line
+    of each branch that assigns it."""
+    src = source_of(SNIPPETS["multi_head"].path)
+    fn = _function_node(src.text)
+    branch = next(node for node in ast.walk(fn) if isinstance(node, ast.If)
+                  and ast.unparse(node.test) == "memory is None")
+    marked = {line - src.first_line + 1 for line in src.lines_of(
+        next(step.marker for step in SNIPPETS["multi_head"].steps if step.key == key))}
+    for body in (branch.body, branch.orelse):
+        lines = {n.lineno for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Assign) and key in _targets(n)}
+        assert lines & marked, f"{key}: no marked line in the branch at lines {sorted(lines)}"
+
+
 # ------------------------------------------------------------------ the copy runs in a fresh notebook
 
 
