@@ -29,7 +29,7 @@ page's rows. ``reference_ms`` = warm median of the non-fragment one: like the ap
 a whole-script rerun. Targets: warm ≤ 2× reference warm, cold ≤ 8× reference cold.
 
 Adding a row: append ``Row(id, path, to_b, to_a, setup)`` to ``ROWS``, with steps built by
-``choose``/``toggle``/``select``/``unselect``/``slider``/``text``/``nav``/``button`` (or the
+``choose``/``toggle``/``select``/``unselect``/``slider``/``text``/``nav``/``button``/``expander`` (or the
 ``pick``/``flip``/``arrows`` shorthands); ``setup`` steps run unmeasured after the page loads.
 
 Run from the repo root: ``python bench/felt_latency.py [--app PATH] [--repeat N] [--flips N]
@@ -77,7 +77,7 @@ Text = Union[str, re.Pattern]
 @dataclass(frozen=True)
 class Step:
     """One user action: ``kind`` on the control whose visible label is ``label``."""
-    kind: str  # choose | toggle | select | unselect | slider | text | nav | button
+    kind: str  # choose | toggle | select | unselect | slider | text | nav | button | expander
     label: Text | None = None  # None: search the whole page (the option text is unique)
     value: Text = ""
 
@@ -91,6 +91,7 @@ def slider(label: Text, key: str) -> Step: return Step("slider", label, key)
 def text(label: Text, value: str) -> Step: return Step("text", label, value)  # text, area, number
 def nav(page_title: str) -> Step: return Step("nav", None, page_title)
 def button(caption: str) -> Step: return Step("button", None, caption)
+def expander(summary: Text) -> Step: return Step("expander", None, summary)  # open or close: the browser's work
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,9 @@ MASK_SWITCHES, MASKS_FIRST = "Masks on (click to switch one off or on)", "The ma
 MASKS_EFFECT = (choose("Show", "What the masks do to the model's attention"),)
 MASKS_ROW = (choose("Show", "One row, step by step"),)
 HEAD_VIEW, INSIDE = (choose("Explore", "Head view"),), (choose("Explore", "Inside one head"),)
+# The code panel (#30) under the one-head view: its expander, and its intermediates (options "scores (1, 4, 9, 9)")
+ATT_INSIDE, CODE_PANEL = ATT + "&attention_view=inside", expander(re.compile(r"^Code ·"))
+CODE_STEP = "Intermediate of this input"
 ABLATION, COMPARE = (choose("Explore", "Switch heads off"),), (choose("Show", "Strategies side by side"),)
 
 # Pages in the order measured; each nav row's cold flip is the first visit of the page it opens.
@@ -164,6 +168,9 @@ ROWS: list[Row] = [
     flip(toggle("Divide by √d_k"), ATT, "attention:inside-scale", INSIDE),
     pick("Attention block", "Encoder self-attention", "Decoder masked self-attention", ATT,
          "attention:inside-kind", INSIDE),
+    flip(CODE_PANEL, ATT_INSIDE, "attention:code-open"),  # client-side: no rerun, ~no server time
+    pick(CODE_STEP, re.compile(r"^weights "), re.compile(r"^scores "), ATT_INSIDE, "attention:code-scores",
+         (CODE_PANEL,)),  # a rerun: the line marked, the scores chart framed
     Row("attention:ablate", ATT, select("Heads to switch off", "Encoder self-attention · layer 1 · head 1"),
         unselect("Heads to switch off"), ABLATION),
     # Feed-forward network and the residual stream (#20)
@@ -387,6 +394,8 @@ def _target(page: Page, step: Step):
         "text": lambda: scope.locator("input, textarea"),
         "nav": lambda: page.get_by_test_id("stSidebarNav").get_by_text(step.value, exact=True),
         "button": lambda: page.get_by_role("button").filter(has=page.get_by_text(step.value, exact=True)),
+        "expander": lambda: page.get_by_test_id("stExpander").locator("summary").filter(
+            has=page.get_by_text(step.value, exact=True)),
     }[step.kind]().first
     try:
         target.wait_for(state="visible", timeout=FIND_TIMEOUT_MS)
