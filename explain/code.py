@@ -39,7 +39,7 @@ class Step:
     key: str  # short name, also the i18n key of its description (code.step.<key>)
     name: str  # trace name template: {att} an attention, {stack} encoder/decoder, {i} layer, {sub} sublayer,
     # {norm} a norm (e.g. "encoder.0.ffn_sublayer.norm" or "decoder.final_norm")
-    marker: str  # a fragment of the line(s) of the snippet's source that compute it
+    marker: str | tuple[str, ...]  # fragment(s) of the line(s) of the snippet's source that compute it
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Snippet:
     steps: tuple[Step, ...] = ()
 
 
-def _s(key: str, name: str, marker: str) -> Step:
+def _s(key: str, name: str, marker: str | tuple[str, ...]) -> Step:
     return Step(key, name, marker)
 
 
@@ -65,9 +65,9 @@ SNIPPETS: dict[str, Snippet] = {s.key: s for s in (
         _s("mask", "{stack}.mask", "masked_fill(~mask"),
     )),
     Snippet("multi_head", "model.attention.MultiHeadAttention.forward", (
-        _s("q", "{att}.q", "q, k, v = self._split_heads(q)"),
-        _s("k", "{att}.k", "q, k, v = self._split_heads(q)"),
-        _s("v", "{att}.v", "q, k, v = self._split_heads(q)"),
+        _s("q", "{att}.q", ("q, k, v = self._split_heads(q)", "q = self._split_heads(F.linear(")),
+        _s("k", "{att}.k", ("q, k, v = self._split_heads(q)", "k, v = self._split_heads(k)")),
+        _s("v", "{att}.v", ("q, k, v = self._split_heads(q)", "k, v = self._split_heads(k)")),
         _s("concat", "{att}.concat", "concat = out.transpose(1, 2)"),
         _s("out", "{att}.out", "result = self.out_proj(concat)"),
     )),
@@ -176,10 +176,11 @@ class Source:
     def last_line(self) -> int:
         return self.first_line + len(self.lines) - 1
 
-    def lines_of(self, marker: str) -> tuple[int, ...]:
-        """The file's line numbers of the lines that contain ``marker`` (a pre-norm and a post-norm
-        branch may each compute the same intermediate)."""
-        hits = tuple(n for n, line in enumerate(self.lines, self.first_line) if marker in line)
+    def lines_of(self, marker: str | tuple[str, ...]) -> tuple[int, ...]:
+        """The file's line numbers of the lines that contain ``marker`` (or one of several: a pre-norm
+        and a post-norm branch, or self- and cross-attention, may each compute the same intermediate)."""
+        markers = (marker,) if isinstance(marker, str) else marker
+        hits = tuple(n for n, line in enumerate(self.lines, self.first_line) if any(m in line for m in markers))
         if not hits:
             raise ValueError(f"{marker!r} is on no line of {self.qualname}.")
         return hits
@@ -225,8 +226,10 @@ def _imports(module: Any, obj: Any, text: str) -> str:
             if kept:
                 names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in kept)
                 lines.append(f"from {'.' * node.level}{node.module or ''} import {names}")
-    own = sorted(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))
-                 and n.name in used and n.name != obj.__name__)
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    defined |= {target.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                for target in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(target, ast.Name)}
+    own = sorted(defined & used - {obj.__name__})  # its module's functions, classes and constants
     if own:
         lines.append(f"from {name} import {', '.join(own)}")
     return "\n".join(lines)

@@ -9,7 +9,9 @@ import inspect
 import itertools
 import math
 import string
+import sys
 import textwrap
+import types
 from collections import Counter
 from pathlib import Path
 
@@ -226,13 +228,6 @@ def test_marker_marks_the_line_that_makes_the_step(pair):
         assert _targets(stmt) & returned, f"{where} assigns nothing the function returns"
 
 
-CROSS_BUG = ("multi_head's q, k and v markers ('q, k, v = self._split_heads(q)') are on the self-attention branch "
-             "only: for a cross-attention (the Attention page's 'Cross-attention' kind) the panel marks a line that did "
-             "not run; the cross branch's q = self._split_heads(F.linear(...)) and k, v = self._split_heads(k), ... "
-             "lines are never marked")
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=CROSS_BUG)
 @pytest.mark.parametrize("key", ["q", "k", "v"])
 def test_multi_head_marks_the_cross_attention_branch_too(key):
     """MultiHeadAttention.forward makes q, k, v on two branches (``if memory is None``: self-attention; else:
@@ -252,10 +247,18 @@ def test_multi_head_marks_the_cross_attention_branch_too(key):
 # ------------------------------------------------------------------ the copy runs in a fresh notebook
 
 
+def notebook() -> dict:
+    """The namespace of an empty notebook module (registered, as a notebook's ``__main__`` is: a dataclass
+    defined in it looks its module up)."""
+    module = types.ModuleType("__notebook__")
+    sys.modules["__notebook__"] = module
+    return module.__dict__
+
+
 def _fresh(key: str):
     """Source.imports + Source.text exec'd in an empty namespace, as a learner pastes them into a notebook."""
     src = source_of(SNIPPETS[key].path)
-    namespace: dict = {"__name__": "__notebook__"}
+    namespace = notebook()
     exec(compile(src.imports + "\n\n" + src.text, f"<copy of {key}>", "exec"), namespace)
     project = inspect.unwrap(find(SNIPPETS[key].path))
     copied = namespace[project.__name__]
@@ -335,18 +338,13 @@ CALLS = {
     "ngrams": [lambda f: f(list("abcabca"), 2), lambda f: f("the cat sat on the mat".split(), 1),
                lambda f: f(["a"], 3)],
     "layer_norm": [_norm_call("layer"), _norm_call("rms")],
-    "bleu_worked": [lambda f: f("the cat sat on a mat", "the cat sat on the mat", "13a")],
+    "bleu_count": [lambda f: f("the cat sat on a mat", "the cat sat on the mat", "13a")],
+    "rope_half": [lambda f: f(torch.randn(2, 3, 5, 8, generator=_gen(2)), torch.arange(5) + 3),
+                  lambda f: f(torch.randn(4, 6, generator=_gen(2)), torch.arange(4), base=50.0)],
 }
 NEEDS_A_MODEL = {"greedy", "decode_loop", "beam_search"}  # take a Transformer: defined only, not called
-# The copy of these does not even define: a default argument names a module constant the imports leave out.
-MISSING_CONSTANT = {
-    "greedy": "DEFAULT_BOS_ID", "beam_search": "DEFAULT_BOS_ID",  # model/decoding.py
-    "bleu_worked": "MAX_ORDER",  # explain/bleu.py (fails when called)
-}
-IMPORTS_BUG = ("explain.code._imports imports the module's functions and classes the snippet uses but not its "
-               "module-level constants (model.decoding.DEFAULT_BOS_ID, explain.bleu.MAX_ORDER): the copy raises "
-               "NameError in a notebook")
-MODULE_FUNCTIONS = [key for key, s in SNIPPETS.items() if not source_of(s.path).is_method]
+CLASSES = [key for key, s in SNIPPETS.items() if inspect.isclass(find(s.path))]
+MODULE_FUNCTIONS = [key for key, s in SNIPPETS.items() if not source_of(s.path).is_method and key not in CLASSES]
 
 
 def test_every_module_function_snippet_is_called_or_needs_a_model():
@@ -369,23 +367,18 @@ def _same(actual, expected):
         assert actual == expected
 
 
-def _xfail_missing_constant(keys):
-    return [pytest.param(k, marks=pytest.mark.xfail(strict=True, raises=NameError, reason=IMPORTS_BUG))
-            if k in MISSING_CONSTANT else k for k in keys]
-
-
-@pytest.mark.parametrize("key", _xfail_missing_constant(MODULE_FUNCTIONS))
+@pytest.mark.parametrize("key", MODULE_FUNCTIONS)
 def test_the_copy_defines_the_function_in_a_fresh_namespace(key):
     """Source.imports then Source.text, exec'd in an empty namespace (a notebook whose path has the repo root),
     define the function."""
     copied, project = _fresh(key)
     assert inspect.signature(copied).parameters.keys() == inspect.signature(project).parameters.keys()
-    if key in CALLS:  # calling is what surfaces a name used only in the body (bleu_worked's MAX_ORDER)
+    if key in CALLS:  # calling is what surfaces a name used only in the body (e.g. work_sentence's MAX_ORDER)
         for call in CALLS[key]:
             call(copied)
 
 
-@pytest.mark.parametrize("key", _xfail_missing_constant(sorted(CALLS)))
+@pytest.mark.parametrize("key", sorted(CALLS))
 def test_the_copy_computes_exactly_what_the_project_computes(key):
     """The copied function, called on seeded random tensors (or plain values), returns exactly the project's result."""
     copied, project = _fresh(key)
@@ -429,7 +422,11 @@ def places(cfg: TransformerConfig) -> list[dict]:
         attentions = ("self_attn", "cross_attn") if stack == "decoder" else ("self_attn",)
         for i in range(cfg.n_layers):
             for sub, att in itertools.product((*attentions, "ffn"), attentions):
-                out.append({"stack": stack, "i": i, "sub": sub, "att": f"{stack}.{i}.{att}"})
+                out.append({"stack": stack, "i": i, "sub": sub, "att": f"{stack}.{i}.{att}",
+                            "norm": f"{stack}.{i}.{sub}_sublayer.norm"})
+        if cfg.norm_first:  # a pre-norm stack ends with a norm of its own
+            out.append({"stack": stack, "i": cfg.n_layers - 1, "sub": "ffn", "att": f"{stack}.0.self_attn",
+                        "norm": f"{stack}.final_norm"})
     return out
 
 
@@ -580,3 +577,16 @@ def test_masked_softmax_gradient_through_a_fully_masked_row_is_finite():
     naive = scores.detach().masked_fill(~mask, float("-inf")).softmax(-1) @ naive_v
     (naive * upstream).sum().backward()
     assert torch.isnan(naive[0, 1]).all() and torch.isnan(naive_v.grad[0]).all()
+
+
+@pytest.mark.parametrize("key", CLASSES)
+def test_the_copy_of_a_class_defines_it_in_a_fresh_namespace(key):
+    """A class snippet (BLEU's counts, the key/value cache) pasted after its imports defines the class,
+    with the same fields and methods as the project's."""
+    src = source_of(SNIPPETS[key].path)
+    namespace = notebook()
+    exec(compile(src.imports + "\n\n" + src.text, f"<copy of {key}>", "exec"), namespace)
+    project = find(SNIPPETS[key].path)
+    copied = namespace[project.__name__]
+    assert copied is not project and copied.__module__ == "__notebook__"
+    assert {n for n in vars(copied) if not n.startswith("__")} == {n for n in vars(project) if not n.startswith("__")}
