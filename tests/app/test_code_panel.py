@@ -96,3 +96,59 @@ def test_the_panel_follows_a_swapped_function(app, monkeypatch):
     codes = [e.value for e in at.code]
     assert any("# a learner's version" in code for code in codes)
     assert any("tests/app/test_code_panel.py" in str(m.value) for m in at.markdown)
+
+
+# ------------------------------------------------------------------ every page's panel
+
+# page -> (URL values, the panels it shows: their snippet keys, and whether each lists live intermediates)
+PANELS: dict[str, tuple[dict[str, str], tuple[tuple[tuple[str, ...], bool], ...]]] = {
+    "tokens": ({}, ((("token_embedding", "embed"), True),)),
+    "masks": ({"masks_view": "matrices"},
+              ((("padding_mask", "look_ahead_mask", "target_mask", "masked_softmax"), True),)),
+    "positional_encoding": ({}, ((("positional_encoding", "embed"), False), (("rope", "rope_half"), False))),
+    "feed_forward": ({"feed_forward_view": "inside"}, ((("feed_forward",), True),)),
+    "residual_stream": ({}, ((("sublayer", "encoder_layer", "encode"), True),)),
+    "layer_norm": ({}, ((("layer_norm", "sublayer"), True),)),
+    "decoding": ({}, ((("greedy", "decode_loop"), False), (("kv_cache",), False))),
+    "output_and_loss": ({}, ((("decode", "label_smoothing"), True),)),
+    "bleu": ({"bleu_view": "worked", "bleu_pair": "typed"}, ((("bleu_count", "ngrams", "bleu_clip", "bleu_score"), False),)),
+    "attention_cost": ({}, ((("scaled_dot_product_attention", "fast_attention"), False),)),
+    "training": ({}, ((("noam",), False),)),
+    "home": ({}, ((("forward", "encode", "decode"), False),)),
+}
+
+
+def panel_title(keys: tuple[str, ...], lang: str) -> str:
+    return translate("code.panel.title", lang, names=", ".join(source_of(SNIPPETS[k].path).qualname for k in keys))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("page", sorted(PANELS))
+def test_every_page_shows_the_code_that_computed_its_view(app, page, lang):
+    query, panels = PANELS[page]
+    at = open_script(app, f"app_pages/{page}.py", {"lang": lang, **query}, home_first=True)
+    expanders = {e.label: e for e in at.expander}
+    for keys, live in panels:
+        title = panel_title(keys, lang)
+        assert title in expanders, (title, list(expanders))
+        panel = expanders[title]
+        sources = [source_of(SNIPPETS[k].path) for k in keys]
+        shown = [c.value for c in panel.code]
+        assert all(src.text in shown and src.imports in shown for src in sources)
+        tables = panel.dataframe
+        assert bool(len(tables)) == live
+        if live:
+            table = tables[0].value
+            assert len(table) > 0
+            first, last = min(s.first_line for s in sources), max(s.last_line for s in sources)
+            for lines in table[translate("code.column.line", lang)]:
+                assert all(first <= int(n) <= last for n in lines.split(", "))
+            radio = panel.radio[0]
+            assert radio.value is None and len(radio.options) == len(table)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_masks_panel_shows_why_not_minus_infinity(app, lang):
+    at = open_script(app, "app_pages/masks.py", {"lang": lang}, home_first=True)
+    notes = " ".join(str(m.value) for e in at.expander for m in e.markdown)
+    assert "`[nan, nan, nan]`" in notes and "`[0, 0, 0]`" in notes
