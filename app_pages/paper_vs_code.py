@@ -174,7 +174,10 @@ with page("paper_vs_code") as ckpt:
     opened = st.selectbox(t("paper_vs_code.pick"), ROW_KEYS, key=bind(ROW, key="paper_vs_code.row"),
                           format_func=lambda key: r(key, "title"), help=t("paper_vs_code.pick_help"))
     for key in ROW_KEYS:
-        with st.expander(r(key, "title"), expanded=key == opened, key=f"paper_vs_code_row_{key}"):
+        # The open row's key differs from the closed one's: a browser keeps an expander's open/closed state
+        # across reruns, so the row a new pick names is drawn as a new expander, which opens.
+        with st.expander(r(key, "title"), expanded=key == opened,
+                         key=f"paper_vs_code_row_{key}" + ("_open" if key == opened else "")):
             fmt = {"fill": f"{computed(masked_row_demo).fill_value:.4g}"} if key == "neg_inf" else {}
             for part in ("paper", "code", "common"):
                 st.markdown(f"**{t(f'paper_vs_code.label.{part}')}** · {r(key, part, **fmt)}")
