@@ -5,15 +5,16 @@ number or demonstration that explain/paper_vs_code.py computes. ``?paper_vs_code
 :data:`explain.paper_vs_code.ROW_KEYS`) opens that row, so other pages can link to it.
 """
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from explain.paper_vs_code import (DEMO_HEADS, DEMO_KEYS, DEMO_PADS, LAYER_D, ROW_KEYS, TRAINING_DEFAULTS, ModelFacts,
-                                   mask_polarity_demo, masked_row_demo, model_facts, other_token_shares,
+                                   maps_side_by_side, mask_polarity_demo, masked_row_demo, model_facts,
+                                   other_token_shares,
                                    shared_layer_demo, smoothing_targets)
 from ui.cache import computed
 from ui.i18n import t
 from ui.nav import link
+from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.tour import stop
 from ui.url_state import ChoiceParam, bind
@@ -150,12 +151,8 @@ def shared_layer_live(facts: ModelFacts | None) -> None:
     st.markdown(r(row, "maps", shared_diffs=" · ".join(f"{x:.3g}" for x in demo.shared_diffs),
                   separate_diffs=" · ".join(f"{x:.3g}" for x in demo.separate_diffs)))
     for name, maps in (("shared_name", demo.shared_maps), ("separate_name", demo.separate_maps)):
-        st.markdown(f"**{r(row, name)}**")
-        for column, n, weights in zip(st.columns(len(maps)), range(1, len(maps) + 1), maps):
-            column.caption(r(row, "layer_name", n=n))
-            column.dataframe(pd.DataFrame(np.round(weights, 2),
-                                          columns=[f"k{j + 1}" for j in range(weights.shape[1])]),
-                             hide_index=True)
+        st.markdown(f"**{r(row, name)}**")  # text, not tables: six tables would make every pick slow to draw
+        st.code(maps_side_by_side(maps, [r(row, "layer_name", n=n + 1) for n in range(len(maps))]), language=None)
     st.caption(r(row, "map_caption"))
     if facts is None:
         no_model()
@@ -169,8 +166,9 @@ LIVE = {"norm": norm_live, "w_o": w_o_live, "embed_scale": embed_scale_live,
         "label_smoothing": label_smoothing_live, "dropout": dropout_live, "shared_layer": shared_layer_live}
 
 
-with page("paper_vs_code") as ckpt:
-    facts = computed(model_facts, model=ckpt) if ckpt is not None else None
+@fragment
+def rows(facts: ModelFacts | None) -> None:
+    """The row picker and every row, the picked one open: a pick reruns only this."""
     opened = st.selectbox(t("paper_vs_code.pick"), ROW_KEYS, key=bind(ROW, key="paper_vs_code.row"),
                           format_func=lambda key: r(key, "title"), help=t("paper_vs_code.pick_help"))
     for key in ROW_KEYS:
@@ -183,3 +181,7 @@ with page("paper_vs_code") as ckpt:
                 st.markdown(f"**{t(f'paper_vs_code.label.{part}')}** · {r(key, part, **fmt)}")
             st.markdown(f"**{t('paper_vs_code.label.live')}**")
             LIVE[key](facts)
+
+
+with page("paper_vs_code") as ckpt:
+    rows(computed(model_facts, model=ckpt) if ckpt is not None else None)

@@ -10,6 +10,7 @@ real functions (:func:`mask_polarity_demo`, :func:`masked_row_demo`, :func:`smoo
 """
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -322,6 +323,22 @@ def _maps(stack: nn.ModuleList, x: torch.Tensor) -> list[torch.Tensor]:
     for i, layer in enumerate(stack):
         layer(x, None, run, i)
     return [run[f"encoder.{i}.self_attn.weights"] for i in range(len(stack))]
+
+
+def _columns(text: str) -> int:
+    """How many monospace columns ``text`` takes (a Chinese character takes two)."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def maps_side_by_side(maps: list[np.ndarray], names: list[str], decimals: int = 2) -> str:
+    """Attention maps (T, T) as text, side by side under their ``names``: one line per query row."""
+    cells = [[" ".join(f"{w:.{decimals}f}" for w in row) for row in weights] for weights in maps]
+    width = max(len(cells[0][0]), *(_columns(name) for name in names))
+
+    def line(parts: list[str]) -> str:
+        return "   ".join(part + " " * (width - _columns(part)) for part in parts).rstrip()
+
+    return "\n".join([line(names), *(line([block[i] for block in cells]) for i in range(len(cells[0])))])
 
 
 def shared_layer_demo(n: int = LAYER_N, seed: int = DEMO_SEED) -> SharedLayerDemo:

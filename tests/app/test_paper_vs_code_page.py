@@ -96,7 +96,11 @@ def test_the_demos_are_shown_as_tables(app):
     assert mask.iloc[3:, 2].eq(0).all() and mask.iloc[:3, 4].eq(0).all()  # torch ignores pads; un-inverted sees only them
     assert rows.iloc[1, 1:].isna().all() and rows.iloc[5, 1:].eq(0).all()  # −∞: NaN; this code: zeros
     assert smoothing.iloc[0, 1] == 0 and smoothing.iloc[pvc.SMOOTHING_TARGET, 1] == pytest.approx(0.9)
-    assert len(frames) == 3 + 2 * pvc.LAYER_N  # and one map per layer, shared and separate
+    assert len(frames) == 3
+    demo = pvc.shared_layer_demo()
+    names = [row_text("shared_layer", "layer_name", n=n + 1) for n in range(pvc.LAYER_N)]
+    assert [c.value for c in at.code] == [pvc.maps_side_by_side(demo.shared_maps, names),
+                                          pvc.maps_side_by_side(demo.separate_maps, names)]
 
 
 def test_the_page_runs_without_a_model(app, monkeypatch, tmp_path):
@@ -104,4 +108,4 @@ def test_the_page_runs_without_a_model(app, monkeypatch, tmp_path):
     at = open_page(app, "zh", paper_vs_code_row="mask_polarity")
     assert opened(at) == ["mask_polarity"]
     assert translate("paper_vs_code.no_model", "zh") in [c.value for c in at.caption]
-    assert len(at.dataframe) == 3 + 2 * pvc.LAYER_N  # the demos need no model
+    assert len(at.dataframe) == 3 and len(at.code) == 2  # the demos need no model

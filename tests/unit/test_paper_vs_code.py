@@ -208,6 +208,25 @@ def test_one_layer_repeated_has_one_nth_of_the_parameters_and_identical_maps(n):
         np.testing.assert_array_equal(weights, demo.shared_maps[0])
 
 
+@pytest.mark.parametrize("names", [["layer 1", "layer 2", "layer 3"], ["第 1 层", "第 2 层", "第 3 层"]])
+def test_maps_side_by_side_lines_up_every_layer(names):
+    demo = pvc.shared_layer_demo()
+    text = pvc.maps_side_by_side(demo.shared_maps, names)
+    lines = text.splitlines()
+    assert len(lines) == 1 + pvc.LAYER_T and lines[0].split() == " ".join(names).split()
+    for i, line in enumerate(lines[1:]):
+        numbers = [float(x) for x in line.split()]
+        assert len(numbers) == pvc.LAYER_N * pvc.LAYER_T
+        blocks = [numbers[n * pvc.LAYER_T:(n + 1) * pvc.LAYER_T] for n in range(pvc.LAYER_N)]
+        assert blocks == [blocks[0]] * pvc.LAYER_N  # one object: the same map in every layer
+        np.testing.assert_allclose(blocks[0], demo.shared_maps[0][i], atol=0.005)
+    separate = pvc.maps_side_by_side(demo.separate_maps, names).splitlines()[1]
+    assert len(set(separate.split("   "))) == pvc.LAYER_N  # separate layers: three different rows
+    block = len(" ".join(["0.00"] * pvc.LAYER_T)) + 3  # one map's row and the gap after it, in columns
+    for n, name in enumerate(names):  # each name starts where its map does (a Chinese character is two columns)
+        assert pvc._columns(lines[0][:lines[0].index(name)]) == n * block
+
+
 def test_the_demos_repeat_exactly():
     for demo in (pvc.mask_polarity_demo, pvc.masked_row_demo, pvc.shared_layer_demo):
         a, b = demo(), demo()
