@@ -4,13 +4,11 @@ Each row is an expander (readable at 390 px): the paper, this code, common hand-
 number or demonstration that explain/paper_vs_code.py computes. ``?paper_vs_code_row=<key>`` (a key of
 :data:`explain.paper_vs_code.ROW_KEYS`) opens that row, so other pages can link to it.
 """
-import numpy as np
 import streamlit as st
 
 from explain.paper_vs_code import (DEMO_HEADS, DEMO_KEYS, DEMO_PADS, LAYER_D, ROW_KEYS, TRAINING_DEFAULTS, ModelFacts,
                                    maps_side_by_side, mask_polarity_demo, masked_row_demo, model_facts,
-                                   other_token_shares,
-                                   shared_layer_demo, smoothing_targets)
+                                   other_token_shares, shared_layer_demo, smoothing_targets)
 from ui.cache import computed
 from ui.i18n import t
 from ui.nav import link
@@ -101,14 +99,8 @@ def mask_polarity_live(_facts) -> None:
 def neg_inf_live(_facts) -> None:
     row = "neg_inf"
     demo = computed(masked_row_demo)
-
-    def describe(weights: np.ndarray) -> str:
-        if np.isnan(weights).any():
-            return r(row, "nan")
-        return r(row, "zeros") if not weights.any() else r(row, "uniform")
-
-    st.markdown(r(row, "live", inf=describe(demo.with_inf[1]), big=describe(demo.with_big[1]),
-                  ours=describe(demo.this_code[1])))
+    st.markdown(r(row, "live", **{short: r(row, demo.outcome(method)) for short, method in
+                                  (("inf", "with_inf"), ("big", "with_big"), ("ours", "this_code"))}))
     names = {name: r(row, name) for name in ("with_inf", "with_big", "this_code")}
     st.dataframe(demo.table(names, (r(row, "row_1"), r(row, "row_2"))), hide_index=True)
 

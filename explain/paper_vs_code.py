@@ -236,6 +236,16 @@ class MaskedRowDemo:
     this_code: np.ndarray  # (2, 4) model.attention.masked_softmax: zeros in the fully masked row
     fill_value: float  # torch.finfo(float32).min, what this code writes into masked scores
 
+    def outcome(self, method: str) -> str:
+        """What ``method`` ("with_inf", "with_big", "this_code") makes of the fully masked row: "nan",
+        "zeros" or "uniform" (every key the same weight)."""
+        weights = getattr(self, method)[1]
+        if np.isnan(weights).any():
+            return "nan"
+        if not weights.any():
+            return "zeros"
+        return "uniform"  # every key was filled with the same finite number: a softmax of equal scores
+
     def table(self, method_names: dict[str, str], row_names: tuple[str, str]) -> pd.DataFrame:
         """One row per (method, query row); the keys as columns k1..k4 (NaN shown as NaN)."""
         rows = []

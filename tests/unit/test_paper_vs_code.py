@@ -166,6 +166,7 @@ def test_a_fully_masked_row_is_nan_with_inf_uniform_with_minus_1e9_and_zero_here
         np.testing.assert_allclose(weights[0], demo.with_inf[0], atol=1e-7)
     assert (demo.this_code[0][~demo.mask[0]] == 0).all()
     assert demo.fill_value == torch.finfo(torch.float32).min
+    assert [demo.outcome(m) for m in ("with_inf", "with_big", "this_code")] == ["nan", "uniform", "zeros"]
     table = demo.table({"with_inf": "a", "with_big": "b", "this_code": "c"}, ("r1", "r2"))
     assert table.shape == (6, 5) and table.iloc[1, 1:].isna().all() and (table.iloc[5, 1:] == 0).all()
 
