@@ -259,6 +259,9 @@ ROWS: list[Row] = [
     pick("Normalisation", "LayerNorm", "RMSNorm", TRAIN, "training:norm-kind"),
     pick("Feed-forward", "ReLU", "SwiGLU", TRAIN, "training:ffn-kind"),
     pick("Positions", "sinusoidal", "RoPE", TRAIN, "training:position-kind"),
+    # Paper vs this code (#30): the picked row opens (every row is drawn on every run; its numbers are cached)
+    Row("paper:row", "/paper-vs-code?lang=en", select("Open a row", "9. N layers, or one layer N times"),
+        select("Open a row", "1. Post-norm or pre-norm, and the extra final norm")),
 ]
 
 REFERENCE_SCRIPT = '''import numpy as np

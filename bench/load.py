@@ -95,6 +95,7 @@ PAGE_WIDGETS: dict[str, str] = {
     # visitor has to ask for; before that the language radio is the control every visitor has.
     "attention-cost": "lang",
     "training": "training.warmup",
+    "paper-vs-code": "paper_vs_code.row",
 }
 FALLBACK_WIDGET = "lang"  # the sidebar's language radio, on every page
 START_BUTTON = "training.start"

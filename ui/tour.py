@@ -73,6 +73,7 @@ TOUR: tuple[Stop, ...] = (
     Stop("bleu", ":material/grading:", "common.section.action"),
     Stop("attention_cost", ":material/speed:", "common.section.action"),
     Stop("training", ":material/model_training:", "common.section.action"),
+    Stop("paper_vs_code", ":material/difference:", "common.section.action"),
 )
 
 # ------------------------------------------------------------------ old names (links shared before the renaming)

@@ -38,6 +38,7 @@ from explain import decoding as dv
 from explain import layernorm as lnv
 from explain import masks as em
 from explain import norm_placement as npl
+from explain import paper_vs_code as pvc
 from explain import positional as pv
 from explain import residual as rv
 from explain import tokens as tv
@@ -224,6 +225,8 @@ SETTINGS = [
     ), {"bleu_view": "worked", "bleu_pair": "typed"}),
     Settings("attention_cost", "app_pages/attention_cost.py", (MODEL,)),  # nothing measured: the page reads only the model
     Settings("cost_measured", "app_pages/attention_cost.py", (MODEL, COST_LOG), press="attention_cost.measure"),
+    Settings("paper_vs_code", "app_pages/paper_vs_code.py", (MODEL, ChoiceParam("paper_vs_code_row", pvc.ROW_KEYS[0],
+                                                                                 choices=pvc.ROW_KEYS))),
 ]
 
 

@@ -30,7 +30,8 @@ def test_tour_is_consistent_with_the_files():
 
 # Every URL path and URL value name a teacher could have shared before the pages were renamed.
 SHARED_PATHS = ["", "tokens", "masks", "positional-encoding", "attention", "feed-forward", "residual-stream",
-                "layer-norm", "decoding", "output-and-loss", "bleu", "attention-cost", "training"]
+                "layer-norm", "decoding", "output-and-loss", "bleu", "attention-cost", "training",
+                "paper-vs-code"]
 OLD_URL_NAMES = {  # old name -> (page, its name today)
     "tok_side": ("tokens", "tokens_side"),
     "mask_view": ("masks", "masks_view"), "mask_pad": ("masks", "masks_pad"), "mask_ahead": ("masks", "masks_ahead"),
@@ -122,7 +123,7 @@ def test_diagram_links_point_at_their_pages(lang):
     assert links
     for url_path, key in links:
         assert stop(key).url_path == url_path
-    not_drawn = {"bleu", "attention_cost"}  # scoring and cost are about the whole model, not a block of the drawing
+    not_drawn = {"bleu", "attention_cost", "paper_vs_code"}  # about the whole model, not a block of the drawing
     assert {key for _, key in links} == {s.key for s in TOUR[1:]} - not_drawn
 
 
