@@ -183,8 +183,8 @@ def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> 
     csv_download("attention.export", lambda: attention_csv(weights, queries, keys),
                  f"attention_{kind}_L{layer}_H{head}_{'scaled' if scale else 'unscaled'}.csv",
                  "attention.export_inside")
-    code_panel("attention", ("multi_head", "scaled_dot_product_attention", "masked_softmax"), ckpt=ckpt,
-               source=source, target=answer, scale_scores=scale,
+    code_panel("attention", ("multi_head", "split_heads", "scaled_dot_product_attention", "masked_softmax"),
+               ckpt=ckpt, source=source, target=answer, scale_scores=scale, paper_rows=("w_o", "mask_polarity"),
                where={"att": attention_name(kind, layer - 1), "stack": "decoder" if kind == "decoder" else "encoder"})
     what_attention_produces(ckpt, view, kind, layer, head)
 

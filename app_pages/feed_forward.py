@@ -98,8 +98,9 @@ def inside(ckpt, source: str) -> None:
     st.caption(t("feed_forward.inside.output_caption"))
     csv_download("feed_forward.export", lambda: output_csv(view), f"ffn_{stack}_L{layer}_output.csv",
                  "feed_forward.export_output")
-    code_panel("feed_forward", ("swiglu" if kind == "swiglu" else "feed_forward",), ckpt=ckpt, source=source,
-               target=view.target.text, where={"stack": stack, "i": str(layer - 1)})
+    kinds = ("swiglu", "feed_forward") if kind == "swiglu" else ("feed_forward", "swiglu")  # the model's first
+    code_panel("feed_forward", kinds, ckpt=ckpt, source=source, target=view.target.text,
+               where={"stack": stack, "i": str(layer - 1)}, paper_rows=("dropout",))
 
 
 # ------------------------------------------------------------------ position-wise

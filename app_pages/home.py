@@ -18,4 +18,4 @@ with page("home", title=t("common.app_title"), model=False):
     # ?lang=zh), i.e. the component kept its old markup; a new key cannot.
     linked_html(map_html(lang), key=f"home_map_{lang}")
     st.info(f"**{t('home.prereq.heading')}**\n\n{t('home.prereq.body')}", icon=":material/school:")
-    code_panel("home", ("forward", "encode", "decode"))
+    code_panel("home", ("forward", "encode", "decode"), paper_rows=("norm", "shared_layer"))

@@ -118,8 +118,8 @@ def norm_view(ckpt, source: str) -> None:
     stack, layer, sublayer = parse_site(site)
     place = {"norm": trace_name(site)} if sublayer == FINAL else {"norm": trace_name(site), "stack": stack,
                                                                   "i": str(layer), "sub": sublayer}
-    code_panel("layer_norm", ("layer_norm", "rms_norm" if view.kind == "rms" else "sublayer"), ckpt=ckpt,
-               source=tuple(src_ids), target=tuple(tgt_ids), where=place)
+    code_panel("layer_norm", ("layer_norm", "rms_norm", "sublayer"), ckpt=ckpt, source=tuple(src_ids),
+               target=tuple(tgt_ids), where=place, paper_rows=("norm",))
     rms_beside(view)
 
 

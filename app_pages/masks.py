@@ -149,7 +149,8 @@ def mask_view(section: str, ckpt, pad_id: int, pair: PairTokens, layer: int, hea
     code_panel("masks", ("padding_mask", "look_ahead_mask", "target_mask", "masked_softmax"), ckpt=ckpt,
                source=pair.src_ids if ckpt is not None else None, target=pair.tgt_ids, where={"stack": "encoder"},
                use_padding_mask=use_padding, use_look_ahead_mask=use_look_ahead,
-               notes=(t("code.panel.minus_inf", naive=numbers(row.with_minus_inf), ours=numbers(row.this_code)),))
+               notes=(t("code.panel.minus_inf", naive=numbers(row.with_minus_inf), ours=numbers(row.this_code)),),
+               paper_rows=("mask_polarity", "neg_inf"))
 
 
 def layer_and_head(ckpt) -> tuple[int, int]:

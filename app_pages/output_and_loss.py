@@ -308,7 +308,8 @@ def output_page(ckpt) -> None:
         loss_section(view)
     else:
         smoothing_section(view)
-    code_panel("output_and_loss", ("decode", "label_smoothing"), ckpt=ckpt, source=source, target=target)
+    code_panel("output_and_loss", ("decode", "label_smoothing"), ckpt=ckpt, source=source, target=target,
+               paper_rows=("label_smoothing", "shared_embeddings"))
     with st.container(border=True):
         st.markdown(f"**{t('output_and_loss.try.heading')}**")
         st.markdown(t(f"output_and_loss.try.{section}"))

@@ -96,7 +96,8 @@ def sizes(ckpt, source: str) -> None:
                  "residual_stream.export_stream")
     layer_code = "encoder_layer" if stack == "encoder" else "decoder_layer"
     code_panel("residual_stream", ("sublayer", layer_code, "encode" if stack == "encoder" else "decode"), ckpt=ckpt,
-               source=source, target=view.target.text, where={"stack": stack, "i": "0", "sub": "self_attn"})
+               source=source, target=view.target.text, where={"stack": stack, "i": "0", "sub": "self_attn"},
+               paper_rows=("norm", "dropout"))
 
 
 # ------------------------------------------------------------------ switching a residual off

@@ -87,7 +87,8 @@ def embedding_section(ckpt, ids: tuple[int, ...]) -> None:
     with right:
         embedding_steps(stages)
     st.caption(t("tokens.embed.caption"))
-    code_panel("tokens", ("token_embedding", "embed"), ckpt=ckpt, source=ids, where={"stack": "encoder"})
+    code_panel("tokens", ("token_embedding", "embed"), ckpt=ckpt, source=ids, where={"stack": "encoder"},
+               paper_rows=("embed_scale", "shared_embeddings"))
 
 
 FORMULAS = (r"x_p \;=\; E[\,t_p\,]\cdot\sqrt{d_{model}} \;+\; PE(p), \qquad E \in \mathbb{R}^{V \times d_{model}}",)

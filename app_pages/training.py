@@ -130,7 +130,7 @@ def planned_schedule() -> None:
     st.caption(t("training.schedule.peak_caption"))
     st.slider(t("training.schedule.compare"), trs.COMPARE.lo, trs.COMPARE.hi, key=compare_key,
               help=t("training.schedule.compare_help"))
-    code_panel("training", ("noam",))
+    code_panel("training", ("noam",), paper_rows=("dropout",))
 
 
 # ------------------------------------------------------------------ buttons

@@ -24,6 +24,8 @@ from pygments.lexers import PythonLexer
 from explain.code import SNIPPETS, LiveStep, Source, Text, model_dims, source_of, traced_steps
 from ui.cache import computed
 from ui.i18n import t
+from ui.nav import link
+from ui.tour import stop
 
 MARK_COLOR = "#ffe8a3"  # the lines that made the selected intermediate
 _LEXER = PythonLexer()
@@ -93,19 +95,24 @@ def code_panel(
     where: Mapping[str, str] | None = None,
     name: str = "code",
     notes: Sequence[str] = (),
+    paper_rows: Sequence[str] = (),
     expanded: bool = False,
     **switches: bool,
 ) -> None:
     """The panel of ``snippets`` (keys of :data:`explain.code.SNIPPETS`); with ``ckpt`` and ``source``
     also the live intermediates of one forward of ``source`` / ``target`` (sentences or ids) at
     ``where``, with the forward's ``switches`` (scale_scores, use_padding_mask, use_look_ahead_mask).
-    ``notes``: markdown the page adds under the caption (a fact about this code, computed live)."""
+    ``notes``: markdown the page adds under the caption (a fact about this code, computed live).
+    ``paper_rows``: rows of the "Paper vs this code" page this code concerns (links that open them)."""
     sources = [source_of(SNIPPETS[key].path) for key in snippets]
     names = ", ".join(s.qualname for s in sources)
     with st.expander(t("code.panel.title", names=names), icon=":material/code:", expanded=expanded):
         st.caption(t("code.panel.caption"))
         for note in notes:
             st.markdown(note)
+        for row in paper_rows:
+            link(stop("paper_vs_code"), t("code.panel.paper_link", title=t(f"paper_vs_code.rows.{row}.title")),
+                 icon=":material/difference:", view={"paper_vs_code_row": row})
         traced: dict[str, tuple[LiveStep, ...]] = {}
         if ckpt is not None and source is not None:
             traced = dict(computed(traced_steps, source, target or "", tuple(snippets),

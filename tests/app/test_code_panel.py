@@ -44,10 +44,10 @@ def test_the_attention_panel_lists_live_shapes_and_marks_the_line_and_picture(ap
                                                      "attention_kind": kind, "attention_layer": "2",
                                                      "attention_head": "1"})
     names = ", ".join(source_of(SNIPPETS[k].path).qualname
-                      for k in ("multi_head", "scaled_dot_product_attention", "masked_softmax"))
+                      for k in ("multi_head", "split_heads", "scaled_dot_product_attention", "masked_softmax"))
     assert translate("code.panel.title", lang, names=names) in [e.label for e in at.expander]
     bodies = panel_html(at)
-    assert len(bodies) == 3 and all(marked_lines(b) == [] for b in bodies)
+    assert len(bodies) == 4 and all(marked_lines(b) == [] for b in bodies)
     assert not outlined(chart(at, "attention.scores"))
 
     table = at.dataframe[-1].value
@@ -66,10 +66,10 @@ def test_the_attention_panel_lists_live_shapes_and_marks_the_line_and_picture(ap
     sdpa = source_of(SNIPPETS["scaled_dot_product_attention"].path)
     bodies = panel_html(at)
     marked = [marked_lines(b) for b in bodies]
-    assert marked[1] == [sdpa.lines_of("scores = q @ k.transpose")[0]]
-    assert marked[0] == [] and marked[2] == []
+    assert marked[2] == [sdpa.lines_of("scores = q @ k.transpose")[0]]
+    assert marked[0] == marked[1] == marked[3] == []
     assert outlined(chart(at, "attention.scores")) and not outlined(chart(at, "attention.weights"))
-    assert "scores = q @ k.transpose" in re.sub(r"<[^>]+>", "", bodies[1]).replace("&gt;", ">")
+    assert "scores = q @ k.transpose" in re.sub(r"<[^>]+>", "", bodies[2]).replace("&gt;", ">")
 
     clean(at.radio(key=step_key("attention")).set_value("weights").run())
     assert outlined(chart(at, "attention.weights")) and not outlined(chart(at, "attention.scores"))
@@ -106,9 +106,9 @@ PANELS: dict[str, tuple[dict[str, str], tuple[tuple[tuple[str, ...], bool], ...]
     "masks": ({"masks_view": "matrices"},
               ((("padding_mask", "look_ahead_mask", "target_mask", "masked_softmax"), True),)),
     "positional_encoding": ({}, ((("positional_encoding", "embed"), False), (("rope", "rope_half"), False))),
-    "feed_forward": ({"feed_forward_view": "inside"}, ((("feed_forward",), True),)),
+    "feed_forward": ({"feed_forward_view": "inside"}, ((("feed_forward", "swiglu"), True),)),
     "residual_stream": ({}, ((("sublayer", "encoder_layer", "encode"), True),)),
-    "layer_norm": ({}, ((("layer_norm", "sublayer"), True),)),
+    "layer_norm": ({}, ((("layer_norm", "rms_norm", "sublayer"), True),)),
     "decoding": ({}, ((("greedy", "decode_loop"), False), (("kv_cache",), False))),
     "output_and_loss": ({}, ((("decode", "label_smoothing"), True),)),
     "bleu": ({"bleu_view": "worked", "bleu_pair": "typed"}, ((("bleu_count", "ngrams", "bleu_clip", "bleu_score"), False),)),
@@ -152,3 +152,15 @@ def test_the_masks_panel_shows_why_not_minus_infinity(app, lang):
     at = open_script(app, "app_pages/masks.py", {"lang": lang}, home_first=True)
     notes = " ".join(str(m.value) for e in at.expander for m in e.markdown)
     assert "`[nan, nan, nan]`" in notes and "`[0, 0, 0]`" in notes
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_panel_links_the_paper_vs_code_rows_it_concerns(app, lang):
+    at = open_script(app, "app_pages/masks.py", {"lang": lang}, home_first=True)
+    links = [e.proto for e in at.get("page_link")]
+    wanted = {row: translate("code.panel.paper_link", lang, title=translate(f"paper_vs_code.rows.{row}.title", lang))
+              for row in ("mask_polarity", "neg_inf")}
+    for row, label in wanted.items():
+        found = [link for link in links if link.label == label]
+        assert len(found) == 1, (label, [link.label for link in links])
+        assert found[0].page == "paper-vs-code" and f"paper_vs_code_row={row}" in found[0].query_string

@@ -20,7 +20,7 @@ from ui.i18n import translate
 pytestmark = [
     pytest.mark.skipif(not models.shipped_models(), reason="no shipped model in assets/checkpoints"),
 ]
-SNIPPET_KEYS = ("multi_head", "scaled_dot_product_attention", "masked_softmax")
+SNIPPET_KEYS = ("multi_head", "split_heads", "scaled_dot_product_attention", "masked_softmax")
 FRAME_COLORS_JS = "el => (el.layout.shapes || []).map(s => s.line && s.line.color)"
 
 
@@ -45,7 +45,7 @@ def test_select_scores_marks_its_line_and_frames_its_picture(page, wait_for_app,
     assert p.locator(EXCEPTION).count() == 0
     sdpa = source_of(SNIPPETS["scaled_dot_product_attention"].path)
     line = sdpa.lines_of("scores = q @ k.transpose")[0]
-    expect(boxes.nth(1)).to_have_attribute("data-marked", str(line))
+    expect(boxes.nth(2)).to_have_attribute("data-marked", str(line))
     marked = panel.locator(f'span[style*="{MARK_COLOR}"]')
     expect(marked).to_have_count(1)
     expect(marked).to_contain_text("scores = q @ k.transpose(-2, -1)")
