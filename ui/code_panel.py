@@ -117,16 +117,22 @@ def code_panel(
         if ckpt is not None and source is not None:
             traced = dict(computed(traced_steps, source, target or "", tuple(snippets),
                                    tuple(sorted((where or {}).items())), model=ckpt, **switches))
-        live = list({step.name: step for steps in traced.values() for step in steps}.values())
-        picked = None
+        first: dict[str, LiveStep] = {}  # one row per intermediate, named by the first snippet that makes it
+        for steps in traced.values():
+            for step in steps:
+                first.setdefault(step.name, step)
+        live = list(first.values())
+        by_key = {step.key: step for step in live}
+        picked_name = None
         if live:
-            by_key = {step.key: step for step in live}
             picked = st.radio(t("code.panel.pick"), list(by_key), index=None, horizontal=True,
                               key=step_key(page, name), help=t("code.panel.pick_help"),
-                              format_func=lambda k: f"{by_key[k].name.rsplit('.', 1)[-1]} {by_key[k].shape}")
+                              format_func=lambda k: f"{k} {by_key[k].shape}")
             st.dataframe(_steps_table(live, model_dims(ckpt)), hide_index=True, width="stretch")
+            picked_name = by_key[picked].name if picked in by_key else None
         for key, src in zip(snippets, sources):
-            marked = [n for step in traced.get(key, ()) if step.key == picked for n in step.lines]
+            # every line, in every function shown, that makes the selected intermediate
+            marked = [n for step in traced.get(key, ()) if step.name == picked_name for n in step.lines]
             lines = t("code.panel.lines", first=src.first_line, last=src.last_line)
             st.markdown(f"`{src.file}` · **`{src.qualname}`** · {lines}")
             read, copy = st.tabs([t("code.panel.read"), t("code.panel.copy")])
