@@ -117,7 +117,7 @@ def test_clicking_the_diagram_opens_the_page_in_the_same_session(page, wait_for_
 
 
 def test_the_sidebar_lists_every_page_of_the_tour(page, wait_for_app):
-    """Thirteen pages: Streamlit folds a menu of more than ten behind "View more" unless told not to."""
+    """Fourteen pages: Streamlit folds a menu of more than ten behind "View more" unless told not to."""
     p = page("/?lang=en")
     wait_for_app(p)
     nav = p.locator('[data-testid="stSidebarNav"] a')
