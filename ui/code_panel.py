@@ -58,6 +58,11 @@ def highlighted_html(source: Source, marked: Sequence[int] = ()) -> str:
     )
 
 
+def copy_text(source: Source) -> str:
+    """What the copy button gives: the imports, then the function (one notebook cell that runs)."""
+    return f"{source.imports}\n\n\n{source.text}" if source.imports else source.text
+
+
 def numbers(values: Sequence[float]) -> str:
     """A short row of numbers as code, e.g. ``[nan, nan, nan]`` or ``[0, 0.25, 0.75]``."""
     return "`[" + ", ".join(f"{x:.3g}" for x in values) + "]`"
@@ -141,5 +146,4 @@ def code_panel(
             with copy:
                 st.caption(t("code.panel.method_note" if src.is_method else "code.panel.import_note",
                              cls=src.qualname.split(".")[0]))
-                st.code(src.imports, language="python")
-                st.code(src.text, language="python", line_numbers=True)
+                st.code(copy_text(src), language="python")
