@@ -249,7 +249,7 @@ def decoder_page(ckpt) -> str | None:
     else:
         forcing(ckpt, source)
     code_panel("decoding", {"steps": ("greedy", "decode_loop"), "compare": ("greedy", "beam_search")}.get(
-        section, ("decode",)), ckpt=ckpt if section == "forcing" else None, source=source)
+        section, ("decode",)))
     return source
 
 

@@ -16,6 +16,7 @@ import ast
 import importlib
 import inspect
 import textwrap
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -186,9 +187,25 @@ class Source:
         return hits
 
 
+_READ_LOCK = threading.Lock()
+_READ: dict[tuple[str, Any], Source] = {}  # (path, the object it named) -> its source, read once
+
+
 def source_of(path: str) -> Source:
-    """The source of the object ``path`` names, read from the object that runs (:func:`find`)."""
+    """The source of the object ``path`` names, read from the object that runs (:func:`find`).
+
+    Read once per object (a swapped function is another object, read anew), under one lock: on
+    CPython 3.11 two threads parsing at once can fail inside the compiler ("AST constructor recursion
+    depth mismatch"), and a class of students opens the pages at once."""
     obj = inspect.unwrap(find(path))
+    with _READ_LOCK:
+        known = _READ.get((path, obj))
+        if known is None:
+            known = _READ[(path, obj)] = _read(path, obj)
+        return known
+
+
+def _read(path: str, obj: Any) -> Source:
     lines, first = inspect.getsourcelines(obj)
     module = inspect.getmodule(obj)
     file = Path(inspect.getsourcefile(obj) or "").resolve()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping, Sequence
 
-import pandas as pd
 import streamlit as st
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -80,14 +79,25 @@ def _size(shape: tuple[int, ...]) -> int:
     return n
 
 
-def _steps_table(steps: Sequence[LiveStep], dims: Mapping[str, int]) -> pd.DataFrame:
-    return pd.DataFrame({
-        t("code.column.name"): [s.name for s in steps],
-        t("code.column.shape"): [str(s.shape) for s in steps],
-        t("code.column.what"): [t(f"code.step.{s.key}", **dims) for s in steps],
-        t("code.column.line"): [", ".join(str(n) for n in s.lines) for s in steps],
-        t("code.column.first"): [_preview(s) for s in steps],
-    })
+COLUMNS = ("name", "shape", "what", "line", "first")
+
+
+def steps_html(steps: Sequence[LiveStep], dims: Mapping[str, int]) -> str:
+    """The live intermediates as one small table: name in the trace, shape, what it is, the line(s)
+    that make it, its first numbers. Plain HTML in a box that scrolls sideways by itself (a phone's
+    page never does), each row carrying its name, shape and lines as data for tests and tools."""
+    head = "".join(f"<th style='text-align:left;padding:.2rem .5rem'>{html.escape(t(f'code.column.{c}'))}</th>"
+                   for c in COLUMNS)
+    rows = []
+    for s in steps:
+        lines = ", ".join(str(n) for n in s.lines)
+        cells = (f"<code>{html.escape(s.name)}</code>", html.escape(str(s.shape)), html.escape(t(f"code.step.{s.key}", **dims)),
+                 lines, f"<code>{html.escape(_preview(s))}</code>")
+        rows.append(f"<tr data-name='{html.escape(s.name)}' data-shape='{html.escape(str(s.shape))}' "
+                    f"data-lines='{lines}'>" + "".join(f"<td style='padding:.2rem .5rem;vertical-align:top'>{c}</td>"
+                                                        for c in cells) + "</tr>")
+    return ("<div class='tp-steps' style='overflow-x:auto;font-size:.85rem'><table style='border-collapse:collapse;"
+            f"min-width:36rem'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def code_panel(
@@ -133,7 +143,7 @@ def code_panel(
             picked = st.radio(t("code.panel.pick"), list(by_key), index=None, horizontal=True,
                               key=step_key(page, name), help=t("code.panel.pick_help"),
                               format_func=lambda k: f"{k} {by_key[k].shape}")
-            st.dataframe(_steps_table(live, model_dims(ckpt)), hide_index=True, width="stretch")
+            st.html(steps_html(live, model_dims(ckpt)))
             picked_name = by_key[picked].name if picked in by_key else None
         for key, src in zip(snippets, sources):
             # every line, in every function shown, that makes the selected intermediate

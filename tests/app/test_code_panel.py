@@ -27,6 +27,13 @@ def panel_html(at: AppTest) -> list[str]:
     return [e.proto.body for e in at.get("html") if 'class="tp-code"' in e.proto.body]
 
 
+def steps_rows(elements) -> list[dict[str, str]]:
+    """The live-intermediates table's rows (name, shape, lines) of the panels among ``elements``."""
+    bodies = [e.proto.body for e in elements if "tp-steps" in e.proto.body]
+    return [dict(zip(("name", "shape", "lines"), row)) for body in bodies
+            for row in re.findall(r"<tr data-name='([^']*)' data-shape='([^']*)' data-lines='([^']*)'>", body)]
+
+
 def marked_lines(body: str) -> list[int]:
     found = re.search(r'data-marked="([0-9,]*)"', body)
     return [int(n) for n in found.group(1).split(",") if n] if found else []
@@ -50,8 +57,7 @@ def test_the_attention_panel_lists_live_shapes_and_marks_the_line_and_picture(ap
     assert len(bodies) == 4 and all(marked_lines(b) == [] for b in bodies)
     assert not outlined(chart(at, "attention.scores"))
 
-    table = at.dataframe[-1].value
-    shapes = dict(zip(table[translate("code.column.name", lang)], table[translate("code.column.shape", lang)]))
+    shapes = {row["name"]: row["shape"] for row in steps_rows(at.get("html"))}
     att = {"encoder": "encoder.1.self_attn", "decoder": "decoder.1.self_attn", "cross": "decoder.1.cross_attn"}[kind]
     d_k = load_checkpoint(checkpoint_dir / "copy.pt").model.config.d_model // N_HEADS
     q_shape = eval(shapes[f"{att}.q"])  # noqa: S307 - the page's own text, a tuple literal
@@ -135,16 +141,15 @@ def test_every_page_shows_the_code_that_computed_its_view(app, page, lang):
         sources = [source_of(SNIPPETS[k].path) for k in keys]
         shown = [c.value for c in panel.code]
         assert all(copy_text(src) in shown for src in sources)
-        tables = panel.dataframe
-        assert bool(len(tables)) == live
+        rows = steps_rows(panel.get("html"))
+        assert bool(rows) == live
         if live:
-            table = tables[0].value
-            assert len(table) > 0
             first, last = min(s.first_line for s in sources), max(s.last_line for s in sources)
-            for lines in table[translate("code.column.line", lang)]:
-                assert all(first <= int(n) <= last for n in lines.split(", "))
+            for row in rows:
+                assert all(first <= int(n) <= last for n in row["lines"].split(", "))
+                assert re.fullmatch(r"\((\d+, )*\d+\)", row["shape"])
             radio = panel.radio[0]
-            assert radio.value is None and len(radio.options) == len(table)
+            assert radio.value is None and len(radio.options) == len(rows)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

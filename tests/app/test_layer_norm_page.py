@@ -80,7 +80,7 @@ def test_default_view_in_both_languages(app, lang):
     assert any(text("token.reads_post", lang) == m.value for m in at.markdown)
     assert any(text("placement.model_post", lang, kind=text("placement.kind_layer", lang)) == m.value
                for m in at.markdown)
-    assert at.get("page_link")[0].proto.page.strip("/") == "training"
+    assert "training" in [link.proto.page.strip("/") for link in at.get("page_link")]
     assert {"layer_norm_at", "layer_norm_tok", "layer_norm_pads", "layer_norm_seed"} <= set(at.query_params)
 
 

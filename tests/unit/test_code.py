@@ -3,7 +3,6 @@ intermediate a snippet names is in the trace of a forward of every model, with t
 from __future__ import annotations
 
 import ast
-import functools
 import importlib
 import inspect
 import itertools
@@ -502,15 +501,7 @@ def test_absent_steps_are_each_one_variant_s_own():
         "mean", "var", "rms", "value", "position"}
 
 
-@pytest.fixture
-def sources_read_once(monkeypatch):
-    """live_steps reads (and parses) each snippet's module on every call; within one test the files do not
-    change, so read each once (the same function, memoised: what it returns is unchanged)."""
-    monkeypatch.setattr(code, "source_of", functools.lru_cache(maxsize=None)(code.source_of))
-
-
 @pytest.mark.parametrize("kw", VARIANTS, ids=lambda kw: "-".join(str(v) for v in kw.values()))
-@pytest.mark.usefixtures("sources_read_once")
 def test_every_step_is_in_the_trace_of_every_variant(kw):
     torch.manual_seed(0)
     cfg = TransformerConfig(13, 11, d_model=12, n_heads=3, n_layers=2, d_ff=20, dropout=0.1, max_len=16, **kw)
@@ -536,7 +527,6 @@ def test_the_shipped_models_are_char_and_word_models(shipped):
 
 
 @pytest.mark.parametrize("name", ["copy", "reverse", "sort", "dates", "en-zh", "zh-en"])
-@pytest.mark.usefixtures("sources_read_once")
 def test_every_step_is_in_the_trace_of_every_shipped_model(shipped, name):
     ckpt = shipped[name]
     source, target = SENTENCES.get(name, ("2024-03-05 hello", "ab"))
@@ -590,3 +580,27 @@ def test_the_copy_of_a_class_defines_it_in_a_fresh_namespace(key):
     copied = namespace[project.__name__]
     assert copied is not project and copied.__module__ == "__notebook__"
     assert {n for n in vars(copied) if not n.startswith("__")} == {n for n in vars(project) if not n.startswith("__")}
+
+
+def test_sources_are_read_safely_by_many_sessions_at_once(monkeypatch):
+    """A class opens the pages at once: many threads ask for sources at the same moment. On CPython 3.11
+    two threads parsing at once could fail inside the compiler (a load test hit "AST constructor recursion
+    depth mismatch"); every answer must be the source, read once per object."""
+    import threading
+
+    monkeypatch.setattr(code, "_READ", {})
+    errors, answers = [], []
+
+    def read_all():
+        try:
+            answers.append([code.source_of(s.path).qualname for s in SNIPPETS.values()])
+        except Exception as error:  # noqa: BLE001 - the test reports whatever a thread met
+            errors.append(repr(error))
+
+    threads = [threading.Thread(target=read_all) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(answers) == 8 and all(a == answers[0] for a in answers)
+    assert len(code._READ) == len(SNIPPETS)
