@@ -34,7 +34,7 @@ def _precision_cases() -> list[Case]:
 
 MODIFIED_PRECISION = Exercise(
     key="modified_precision", page="bleu", function="modified_precision",
-    reference="explain.exercises.reference.modified_precision", outputs=("precision",), atol=1e-9, rtol=1e-9,
+    reference="explain.exercises.reference.modified_precision", outputs=("precision",), atol=1e-6, rtol=1e-6,
     starter_template='''
 from collections import Counter
 
@@ -70,7 +70,7 @@ def _cases() -> list[Case]:
 
 BREVITY_PENALTY = Exercise(
     key="brevity_penalty", page="bleu", function="brevity_penalty",
-    reference="explain.exercises.reference.brevity_penalty", outputs=("bp",), atol=1e-9, rtol=1e-9,
+    reference="explain.exercises.reference.brevity_penalty", outputs=("bp",), atol=1e-6, rtol=1e-6,
     starter_template='''
 import math
 
