@@ -134,7 +134,12 @@ class Exercise:
     rtol: float = 1e-4
 
     def cases(self) -> list[Case]:
-        return _cases(self)
+        """The calls the check makes, built once (seeded: the same inputs every time)."""
+        return list(_cases(self))
+
+    def text_key(self, part: str) -> str:
+        """The i18n key of one of its texts: "title", "task", "hint", "bug.<bug>", "bug_name.<bug>"."""
+        return f"{CATALOG}.{self.key}.{part}"
 
     def starter(self, lang: str) -> str:
         """The code the editor starts with: the signature, what to return, a TODO, in ``lang``."""
@@ -154,8 +159,8 @@ class Exercise:
 
 
 @functools.cache
-def _cases(exercise: Exercise) -> list[Case]:
-    return exercise.make_cases()
+def _cases(exercise: Exercise) -> tuple[Case, ...]:
+    return tuple(exercise.make_cases())
 
 
 def calls(exercise: Exercise) -> list[tuple[str, tuple[Arg, ...], dict[str, Arg]]]:
@@ -330,7 +335,7 @@ def _check_case(exercise: Exercise, case: Case, got: LearnerOutput, want: tuple[
         got_n = len(got.value) if isinstance(got.value, tuple) else 1
         return CaseResult(case, False, "count", _hint("count", expected=len(want), got=got_n,
                                                       names=", ".join(exercise.outputs)))
-    worst: CaseResult | None = None
+    compared: list[CaseResult] = []  # one per output, when every output has the right form
     for name, value, ref in zip(exercise.outputs, values, want):
         arr = value if isinstance(value, np.ndarray) else None
         if arr is None or _kind(arr.dtype) == "other":
@@ -360,12 +365,9 @@ def _check_case(exercise: Exercise, case: Case, got: LearnerOutput, want: tuple[
         problem = "ok" if ok else "nan" if nan else "values"
         hint = _hint("passed") if ok else _hint("nan", name=name) if nan else \
             _hint("values", name=name, max_diff=f"{max_diff:.3g}", where=str(list(where)))
-        result = CaseResult(case, ok, problem, hint, name, max_diff, where, heat, lead)
-        if worst is None or (worst.passed and not ok) or (not ok and not worst.passed and (
-                nan or (worst.max_diff is not None and not math.isnan(worst.max_diff) and max_diff > worst.max_diff))):
-            worst = result
-    assert worst is not None
-    return worst
+        compared.append(CaseResult(case, ok, problem, hint, name, max_diff, where, heat, lead))
+    # the output to show: one with NaN first, then the one that differs most
+    return max(compared, key=lambda r: (not r.passed, r.problem == "nan", 0.0 if r.problem == "nan" else r.max_diff))
 
 
 def _same(a: LearnerOutput, b: LearnerOutput, n: int) -> bool:

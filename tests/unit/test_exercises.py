@@ -84,6 +84,8 @@ def test_every_planted_bug_fails_with_its_own_hint(key, bug):
     assert report.hint.key == f"exercises.{key}.bug.{bug}"
     for lang in LANGS:
         assert report.hint.text(lang).strip()
+        assert all(c.hint.text(lang).strip() and "{" not in c.hint.text(lang) for c in report.cases)
+    assert catalog_text(exercise.text_key(f"bug_name.{bug}"), "zh")
 
 
 def test_the_classic_traps_show_their_symptoms():
