@@ -20,6 +20,8 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     return weights @ v, weights
 '''
 
+_ZERO_EMPTY_ROWS = "    if mask is not None:\n        weights = weights * mask.any(dim=-1, keepdim=True)\n"
+
 
 def _variant(*edits: tuple[str, str]) -> str:
     """The correct version above with one classic mistake made (each edit must apply)."""
@@ -35,7 +37,8 @@ def _attention_cases() -> list[Case]:
     rng = np.random.default_rng(34)
 
     def qkv(B: int, H: int, Tq: int, Tk: int, d: int) -> tuple[np.ndarray, ...]:
-        return tuple((2 * rng.standard_normal(s)).astype(np.float32) for s in ((B, H, Tq, d), (B, H, Tk, d), (B, H, Tk, d)))
+        shapes = ((B, H, Tq, d), (B, H, Tk, d), (B, H, Tk, d))
+        return tuple((2 * rng.standard_normal(s)).astype(np.float32) for s in shapes)
 
     pads = np.ones((2, 1, 1, 5), dtype=bool)
     pads[1, ..., 3:] = False  # the second sentence has two pad keys
@@ -71,10 +74,8 @@ def scaled_dot_product_attention(q, k, v, mask=None):
         Bug("no_scale", _variant((" / math.sqrt(q.size(-1))", ""))),
         Bug("scale_by_d_k", _variant(("math.sqrt(q.size(-1))", "q.size(-1)"))),
         Bug("softmax_axis", _variant(("softmax(dim=-1)", "softmax(dim=-2)"))),
-        Bug("minus_inf", _variant(("torch.finfo(scores.dtype).min", 'float("-inf")'),
-                                  ("        weights = weights * mask.any(dim=-1, keepdim=True)\n", "        pass\n"))),
-        Bug("uniform_row", _variant(("torch.finfo(scores.dtype).min", "-1e9"),
-                                    ("        weights = weights * mask.any(dim=-1, keepdim=True)\n", "        pass\n"))),
+        Bug("minus_inf", _variant(("torch.finfo(scores.dtype).min", 'float("-inf")'), (_ZERO_EMPTY_ROWS, ""))),
+        Bug("uniform_row", _variant(("torch.finfo(scores.dtype).min", "-1e9"), (_ZERO_EMPTY_ROWS, ""))),
     ),
 )
 

@@ -84,6 +84,12 @@ class LearnerOutput:
     kind: str = "exception"
 
 
+def _copy(value: Arg) -> Arg:
+    if isinstance(value, np.ndarray):
+        return np.array(value, copy=True)
+    return list(value) if isinstance(value, list) else value
+
+
 @dataclass(frozen=True)
 class Case:
     """One call: its arguments as plain data and what it tests (``label``: exercises.case.<label>)."""
@@ -94,8 +100,7 @@ class Case:
 
     def args_numpy(self) -> tuple[tuple[Arg, ...], dict[str, Arg]]:
         """(args, kwargs) as they cross to the sandbox (copies)."""
-        copy = lambda a: np.array(a, copy=True) if isinstance(a, np.ndarray) else (list(a) if isinstance(a, list) else a)
-        return tuple(copy(a) for a in self.args), {k: copy(v) for k, v in self.kwargs}
+        return tuple(_copy(a) for a in self.args), {k: _copy(v) for k, v in self.kwargs}
 
     def args_torch(self) -> tuple[tuple, dict]:
         """(args, kwargs) as the function receives them (arrays -> tensors)."""
@@ -390,7 +395,8 @@ def _same(a: LearnerOutput, b: LearnerOutput, n: int) -> bool:
 def matching_bug(exercise: Exercise, outputs: Sequence[LearnerOutput]) -> str | None:
     """The planted bug whose answers agree with ``outputs`` on every case, if any."""
     for bug in exercise.bugs:
-        if all(_same(got, theirs, len(exercise.outputs)) for got, theirs in zip(outputs, bug_outputs(exercise, bug.key))):
+        theirs = bug_outputs(exercise, bug.key)
+        if all(_same(got, their, len(exercise.outputs)) for got, their in zip(outputs, theirs)):
             return bug.key
     return None
 
@@ -401,7 +407,8 @@ def check(exercise: Exercise, outputs: Sequence[LearnerOutput]) -> Report:
     cases = exercise.cases()
     if len(outputs) != len(cases):
         raise ValueError(f"{exercise.key} has {len(cases)} cases, got {len(outputs)} outputs.")
-    results = tuple(_check_case(exercise, case, got, want) for case, got, want in zip(cases, outputs, expected(exercise)))
+    results = tuple(_check_case(exercise, case, got, want)
+                    for case, got, want in zip(cases, outputs, expected(exercise)))
     failed = [r for r in results if not r.passed]
     if not failed:
         return Report(exercise.key, results, _hint("all_passed", n=len(results)))

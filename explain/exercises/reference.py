@@ -29,7 +29,8 @@ def layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: fl
     return (x - mean) / torch.sqrt(var + eps) * gamma + beta
 
 
-def feed_forward(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor) -> torch.Tensor:
+def feed_forward(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor,
+                 b2: torch.Tensor) -> torch.Tensor:
     """FFN(x) = max(0, x W1 + b1) W2 + b2, the same at every position; W1 (d_model, d_ff), W2 (d_ff, d_model)."""
     hidden = F.relu(x @ w1 + b1)  # (..., d_ff)
     return hidden @ w2 + b2  # (..., d_model)
