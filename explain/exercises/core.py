@@ -303,8 +303,8 @@ class Report:
 
 def _as_outputs(value: Any, n: int) -> tuple[Any, ...] | None:
     """The first ``n`` outputs of a result, or None when it has fewer."""
-    if isinstance(value, tuple):
-        return value[:n] if len(value) >= n else None
+    if isinstance(value, (tuple, list)):
+        return tuple(value[:n]) if len(value) >= n else None
     return (value,) if n == 1 else None
 
 
@@ -337,7 +337,7 @@ def _check_case(exercise: Exercise, case: Case, got: LearnerOutput, want: tuple[
         return CaseResult(case, False, "not_implemented", _hint("returned_none"))
     values = _as_outputs(got.value, len(want))
     if values is None:
-        got_n = len(got.value) if isinstance(got.value, tuple) else 1
+        got_n = len(got.value) if isinstance(got.value, (tuple, list)) else 1
         return CaseResult(case, False, "count", _hint("count", expected=len(want), got=got_n,
                                                       names=", ".join(exercise.outputs)))
     compared: list[CaseResult] = []  # one per output, when every output has the right form
@@ -402,8 +402,9 @@ def matching_bug(exercise: Exercise, outputs: Sequence[LearnerOutput]) -> str | 
 
 
 def check(exercise: Exercise, outputs: Sequence[LearnerOutput]) -> Report:
-    """The learner's answers (one :class:`LearnerOutput` per call of :func:`calls`, same order)
-    against the reference's, computed here on the same inputs."""
+    """The learner's answers (one :class:`LearnerOutput` per call of :func:`calls`, same order; a call
+    the sandbox never reached gets one with its error) against the reference's, computed here on the
+    same inputs."""
     cases = exercise.cases()
     if len(outputs) != len(cases):
         raise ValueError(f"{exercise.key} has {len(cases)} cases, got {len(outputs)} outputs.")
