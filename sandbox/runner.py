@@ -1,0 +1,265 @@
+"""Run a learner's Python / PyTorch function outside the server's process, under limits the operating system enforces.
+
+    result = run(source, [Call("softmax", (np.ones((2, 3), np.float32),))])
+    result.ok, result.outputs[0].value   # True, array([[0.333.., ...]])
+
+Each ``run`` uses one worker process (``sandbox.worker``) inside bubblewrap: every namespace unshared (no network,
+its own pid / ipc / uts / user / cgroup namespaces), the environment cleared, only the interpreter, its packages,
+/usr and the project's ``sandbox`` / ``model`` / ``explain`` bound read-only, a fresh tmpfs ``/tmp`` the only writable
+place. Inside, the worker forks the child that runs the learner's code under resource limits and a seccomp filter
+(``sandbox.worker``'s docstring has the details). The server's side is the wall-clock deadline: past it the worker's
+whole process group is killed.
+
+Warm path: after a run (or ``prestart()``) one worker is started ahead, with torch already imported, so that the next
+check pays only the fork. A worker answers one request and exits; nothing of one learner's run is left for the next.
+
+Nothing here decides WHO may run code: ask ``sandbox.policy.allowed`` first.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sandbox import worker
+
+PROJECT = Path(__file__).resolve().parents[1]
+INSIDE_PROJECT = "/app"  # where sandbox/, model/, explain/ appear inside the sandbox (read-only)
+BOUND_PACKAGES = ("sandbox", "model", "explain")
+STARTUP_S = 60.0  # time a cold worker may take to import torch, on top of the run's own timeout
+ERROR_KINDS = ("timeout", "memory", "crashed", "output_too_large", "not_allowed", "syntax", "no_function",
+               "exception", "unavailable")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of the learner's ``function``: arguments are numpy arrays (turned into torch tensors of the same
+    dtype inside), numbers, str, bool, None, and lists / tuples / dicts of them."""
+    function: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Output:
+    """What one call gave: ``value`` (numpy arrays and plain values, as returned), or ``kind`` and ``message``
+    (``"exception"``, ``"not_allowed"``, ``"memory"``, ``"unsupported_result"``) when it raised."""
+    value: Any = None
+    kind: str | None = None
+    message: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.kind is None
+
+
+@dataclass(frozen=True)
+class RunError:
+    kind: str  # one of ERROR_KINDS
+    message: str  # one plain sentence, no paths, no traceback
+
+
+@dataclass(frozen=True)
+class Result:
+    """``ok``: the run finished and every call returned. ``error``: the whole run failed (then ``outputs`` is
+    empty). ``printed``: the first few kB the learner's code printed. ``seconds``: the wall time of the run."""
+    outputs: list[Output]
+    error: RunError | None = None
+    printed: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(output.ok for output in self.outputs)
+
+
+def bwrap() -> str | None:
+    """The bubblewrap executable, or None."""
+    return shutil.which("bwrap") or ("/usr/bin/bwrap" if os.access("/usr/bin/bwrap", os.X_OK) else None)
+
+
+def command() -> list[str]:
+    """The bubblewrap command line that starts one worker."""
+    binds: list[str] = []
+    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            binds += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            binds += ["--ro-bind", top, top]
+    for path in {sys.base_prefix, sys.prefix, os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}:
+        if not path.startswith("/usr"):
+            binds += ["--ro-bind", path, path]
+    for name in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"):
+        if os.path.exists(name):
+            binds += ["--ro-bind", name, name]
+    for package in BOUND_PACKAGES:
+        binds += ["--ro-bind", str(PROJECT / package), f"{INSIDE_PROJECT}/{package}"]
+    environment = {"PYTHONPATH": INSIDE_PROJECT, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+                   "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+                   "MKL_NUM_THREADS": "1", "PATH": "/usr/bin"}
+    env_args = [arg for name, value in environment.items() for arg in ("--setenv", name, value)]
+    return [bwrap() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", *env_args,
+            *binds, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",
+            "--hostname", "sandbox", sys.executable, "-B", "-m", "sandbox.worker"]
+
+
+class Worker:
+    """One started worker process (warm once its torch import is done)."""
+
+    def __init__(self):
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, start_new_session=True, close_fds=True, env={})
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self.process.wait()
+
+    def exchange(self, request: bytes, deadline: float) -> bytes | None:
+        """Send ``request`` and read the whole answer until the worker closes stdout; None past ``deadline``."""
+        writer = threading.Thread(target=self._send, args=(request,), daemon=True)
+        writer.start()
+        out, err = self.process.stdout.fileno(), self.process.stderr.fileno()
+        chunks, size, open_fds = [], 0, {out, err}
+        while out in open_fds:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select(list(open_fds), [], [], left)
+            for fd in ready:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    open_fds.discard(fd)
+                elif fd == out:
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size > worker.MAX_RESPONSE_BYTES + (1 << 20):
+                        return b"E" + worker.encode({"kind": "output_too_large", "message": "the result is too large"})
+        return b"".join(chunks)
+
+    def _send(self, request: bytes) -> None:
+        try:
+            self.process.stdin.write(request)
+            self.process.stdin.close()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+
+class Pool:
+    """Keeps ``warm`` workers started ahead (lazily: nothing starts before the first ``run`` or ``prestart``)."""
+
+    def __init__(self, warm: int = 1):
+        self.warm = warm
+        self.idle: list[Worker] = []
+        self.lock = threading.Lock()
+
+    def take(self) -> Worker:
+        with self.lock:
+            while self.idle:
+                candidate = self.idle.pop(0)
+                if candidate.alive():
+                    return candidate
+                candidate.kill()
+        return Worker()
+
+    def refill(self) -> None:
+        with self.lock:
+            while len(self.idle) < self.warm:
+                self.idle.append(Worker())
+
+    def pids(self) -> set[int]:
+        """The bubblewrap processes of the idle workers (tests tell them from leftovers)."""
+        with self.lock:
+            return {w.process.pid for w in self.idle}
+
+    def close(self) -> None:
+        with self.lock:
+            idle, self.idle = self.idle, []
+        for w in idle:
+            w.kill()
+
+
+POOL = Pool()
+atexit.register(POOL.close)
+
+
+def available() -> bool:
+    """Whether learner code can run here: bubblewrap present and able to make its namespaces."""
+    if bwrap() is None:
+        return False
+    try:
+        done = subprocess.run([bwrap(), "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
+                              capture_output=True, timeout=10, env={})
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def prestart() -> None:
+    """Start the warm worker now (e.g. when a page with an exercise opens and ``policy.allowed`` said yes)."""
+    if bwrap():
+        POOL.refill()
+
+
+def run(source: str, calls: list[Call], *, timeout_s: float = 10.0, entry: str | None = None) -> Result:
+    """Run ``source`` (the learner's module) in a sandboxed process, then each of ``calls``; never raises for what the
+    learner's code does. ``entry`` ("package.module:function", trusted project code) wraps every call:
+    ``entry(learner_function, *args, **kwargs)`` (the extension point for "use mine")."""
+    started = time.monotonic()
+    if bwrap() is None:
+        return Result([], RunError("unavailable", "learner code cannot run on this server (no bubblewrap)"))
+    try:
+        request = worker.encode({"source": source, "timeout_s": timeout_s, "entry": entry,
+                                 "calls": [{"function": c.function, "args": tuple(c.args), "kwargs": dict(c.kwargs)}
+                                           for c in calls]})
+    except TypeError as error:
+        raise TypeError(f"a call's arguments cannot be sent to the sandbox: {error}") from None
+    w = POOL.take()
+    POOL.refill()  # the next check's worker imports torch while this one runs
+    warm_for = time.monotonic() - w.started
+    deadline = time.monotonic() + timeout_s + 5.0 + max(0.0, STARTUP_S - warm_for)
+    try:
+        answer = w.exchange(request, deadline)
+    finally:
+        w.kill()
+    seconds = time.monotonic() - started
+    if answer is None:
+        return Result([], RunError("timeout", f"the code ran longer than {timeout_s:g} seconds"), seconds=seconds)
+    try:
+        tag, body = answer[:1], worker.decode(answer[1:])
+        if tag == b"E":
+            return Result([], RunError(str(body["kind"]), str(body["message"])), seconds=seconds)
+        if tag != b"A":
+            raise ValueError("unknown answer")
+        error = body["error"] and RunError(str(body["error"]["kind"]), str(body["error"]["message"]))
+        outputs = [Output(value=o.get("value"), kind=o.get("kind"), message=o.get("message"),
+                          seconds=float(o.get("seconds", 0.0))) for o in body["outputs"]] if not error else []
+        printed = str(body.get("printed", ""))
+        if body.get("printed_dropped"):
+            printed += f"\n... ({int(body['printed_dropped'])} more characters not shown)"
+        return Result(outputs, error, printed, seconds)
+    except (ValueError, KeyError, TypeError, AttributeError, struct.error):
+        return Result([], RunError("crashed", "the code's process stopped without a readable answer"),
+                      seconds=seconds)
