@@ -138,11 +138,11 @@ class Worker:
         self.process.wait()
 
     def exchange(self, request: bytes, deadline: float) -> bytes | None:
-        """Send ``request`` and read the whole answer until the worker closes stdout; None past ``deadline``."""
+        """Send ``request`` and read the answer (a tag byte and one frame); None past ``deadline``."""
         writer = threading.Thread(target=self._send, args=(request,), daemon=True)
         writer.start()
         out, err = self.process.stdout.fileno(), self.process.stderr.fileno()
-        chunks, size, open_fds = [], 0, {out, err}
+        data, open_fds = bytearray(), {out, err}
         while out in open_fds:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -152,12 +152,17 @@ class Worker:
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     open_fds.discard(fd)
-                elif fd == out:
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if size > worker.MAX_RESPONSE_BYTES + (1 << 20):
+                elif fd == out:  # the worker's stderr (its own failures; the learner's prints go elsewhere) is dropped
+                    data += chunk
+                    if len(data) > worker.MAX_RESPONSE_BYTES + (1 << 20):
                         return b"E" + worker.encode({"kind": "output_too_large", "message": "the result is too large"})
-        return b"".join(chunks)
+                    try:
+                        whole = worker.frame_size(data, start=1)
+                    except (ValueError, struct.error, UnicodeDecodeError):
+                        return bytes(data)  # not a frame: the caller reports it
+                    if whole is not None:
+                        return bytes(data[:1 + whole])
+        return bytes(data)
 
     def _send(self, request: bytes) -> None:
         try:

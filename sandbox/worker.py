@@ -135,28 +135,32 @@ def decode(data: bytes):
     return result
 
 
+def frame_size(data, start: int = 0) -> int | None:
+    """The length of the frame at ``data[start:]``, or None while ``data`` holds only part of it."""
+    if len(data) < start + 8:
+        return None
+    (size,) = struct.unpack_from("<Q", data, start)
+    offset = start + 8 + size
+    if len(data) < offset:
+        return None
+    for _ in range(count_arrays(json.loads(bytes(data[start + 8:offset])))):
+        if len(data) < offset + 8:
+            return None
+        offset += 8 + struct.unpack_from("<Q", data, offset)[0]
+    return offset - start if len(data) >= offset else None
+
+
 def read_frame(fd: int, limit: int) -> bytes:
     """One frame from ``fd`` (blocking), at most ``limit`` bytes; ValueError when larger or cut short."""
-    def exactly(n: int) -> bytes:
-        chunks, left = [], n
-        while left:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                raise ValueError("stream ended inside a frame")
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-
-    parts = []
-    size = struct.unpack("<Q", exactly(8))[0]
-    parts += [struct.pack("<Q", size), exactly(size)]
-    header = json.loads(parts[1])
-    for _ in range(count_arrays(header)):
-        (size,) = struct.unpack("<Q", exactly(8))
-        if sum(map(len, parts)) + size > limit:
+    data = b""
+    while (size := frame_size(data)) is None:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            raise ValueError("stream ended inside a frame")
+        data += chunk
+        if len(data) > limit:
             raise ValueError("frame too large")
-        parts += [struct.pack("<Q", size), exactly(size)]
-    return b"".join(parts)
+    return data[:size]
 
 
 def count_arrays(v) -> int:
@@ -449,6 +453,7 @@ def main() -> None:
     outcome = supervise(request)
     # "A" + the child's frame (the runner parses it), or "E" + the supervisor's own verdict
     write_all(1, b"A" + outcome["frame"] if "frame" in outcome else b"E" + encode(outcome["error"]))
+    os._exit(0)  # no interpreter teardown (torch's takes seconds): the runner reads until stdout closes
 
 
 if __name__ == "__main__":
