@@ -17,8 +17,11 @@ FORBIDDEN: dict[str, set[str]] = {
     "model": {"streamlit", "plotly", "pandas", "ui", "explain", "figures", "app_pages"},
     "explain": {"streamlit", "plotly", "ui", "figures", "app_pages"},
     "figures": {"streamlit", "torch", "model", "explain", "ui", "app_pages"},
-    "ui": {"app_pages"},
+    "ui": {"app_pages"},  # ui/ may import sandbox (policy, runner)
     "app_pages": {"torch", "model"},
+    # Learner code's sandbox: no UI; model / explain only inside the worker (a request's trusted ``entry``),
+    # never imported by the modules the server loads.
+    "sandbox": {"streamlit", "plotly", "ui", "figures", "app_pages", "model", "explain"},
 }
 
 
