@@ -18,6 +18,7 @@ Nothing here decides WHO may run code: ask ``sandbox.policy.allowed`` first.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import select
 import shutil
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,8 @@ BOUND_PACKAGES = ("sandbox", "model", "explain")
 STARTUP_S = 60.0  # time a cold worker may take to import torch, on top of the run's own timeout
 ERROR_KINDS = ("timeout", "memory", "crashed", "output_too_large", "not_allowed", "syntax", "no_function",
                "exception", "unavailable")
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,7 @@ def command() -> list[str]:
                    "MKL_NUM_THREADS": "1", "PATH": "/usr/bin"}
     env_args = [arg for name, value in environment.items() for arg in ("--setenv", name, value)]
     return [bwrap() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", *env_args,
-            *binds, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",
+            *binds, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp",
             "--hostname", "sandbox", sys.executable, "-B", "-m", "sandbox.worker"]
 
 
@@ -143,6 +147,7 @@ class Worker:
         writer.start()
         out, err = self.process.stdout.fileno(), self.process.stderr.fileno()
         data, open_fds = bytearray(), {out, err}
+        self.stderr = bytearray()
         while out in open_fds:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -152,7 +157,9 @@ class Worker:
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     open_fds.discard(fd)
-                elif fd == out:  # the worker's stderr (its own failures; the learner's prints go elsewhere) is dropped
+                elif fd == err:  # the worker's own failures (the learner's prints go elsewhere): kept for the log
+                    self.stderr += chunk[:max(0, 4096 - len(self.stderr))]
+                elif fd == out:
                     data += chunk
                     if len(data) > worker.MAX_RESPONSE_BYTES + (1 << 20):
                         return b"E" + worker.encode({"kind": "output_too_large", "message": "the result is too large"})
@@ -173,12 +180,16 @@ class Worker:
 
 
 class Pool:
-    """Keeps ``warm`` workers started ahead (lazily: nothing starts before the first ``run`` or ``prestart``)."""
+    """Keeps ``warm`` workers started ahead (lazily: nothing starts before the first ``run`` or ``prestart``).
+
+    Every worker is started from one long-lived thread: bubblewrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) fires
+    when the THREAD that started it ends, and a Streamlit script thread ends after each rerun."""
 
     def __init__(self, warm: int = 1):
         self.warm = warm
         self.idle: list[Worker] = []
         self.lock = threading.Lock()
+        self.spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
 
     def take(self) -> Worker:
         with self.lock:
@@ -187,12 +198,20 @@ class Pool:
                 if candidate.alive():
                     return candidate
                 candidate.kill()
-        return Worker()
+        return self.spawner.submit(Worker).result()
 
     def refill(self) -> None:
-        with self.lock:
-            while len(self.idle) < self.warm:
-                self.idle.append(Worker())
+        """Start workers until ``warm`` are idle, in the background."""
+        self.spawner.submit(self._refill)
+
+    def _refill(self) -> None:
+        while True:
+            with self.lock:
+                if len(self.idle) >= self.warm:
+                    return
+            started = Worker()
+            with self.lock:
+                self.idle.append(started)
 
     def pids(self) -> set[int]:
         """The bubblewrap processes of the idle workers (tests tell them from leftovers)."""
@@ -266,5 +285,7 @@ def run(source: str, calls: list[Call], *, timeout_s: float = 10.0, entry: str |
             printed += f"\n... ({int(body['printed_dropped'])} more characters not shown)"
         return Result(outputs, error, printed, seconds)
     except (ValueError, KeyError, TypeError, AttributeError, struct.error):
+        _log.warning("sandbox worker gave no readable answer (%d bytes, exit %s); its stderr: %s", len(answer),
+                     w.process.returncode, bytes(w.stderr[-2000:]).decode(errors="replace"))
         return Result([], RunError("crashed", "the code's process stopped without a readable answer"),
                       seconds=seconds)

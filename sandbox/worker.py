@@ -248,8 +248,8 @@ def limit_resources() -> None:
 
     mapped = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
     highest_fd = max((int(name) for name in os.listdir("/proc/self/fd")), default=2)
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS + 1))  # SIGXCPU, then SIGKILL a second later
     for limit, value in (
-            (resource.RLIMIT_CPU, CPU_SECONDS),
             (resource.RLIMIT_AS, mapped + MEMORY_BYTES),
             (resource.RLIMIT_FSIZE, FILE_BYTES),
             (resource.RLIMIT_NOFILE, max(OPEN_FILES, highest_fd + 1)),
