@@ -113,9 +113,15 @@ def command() -> list[str]:
                    "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
                    "MKL_NUM_THREADS": "1", "PATH": "/usr/bin"}
     env_args = [arg for name, value in environment.items() for arg in ("--setenv", name, value)]
-    return [bwrap() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", *env_args,
-            *binds, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp",
-            "--hostname", "sandbox", sys.executable, "-B", "-m", "sandbox.worker"]
+    return [bwrap() or "bwrap",
+            # every namespace (net, pid, ipc, uts, user, cgroup); the worker is pid 1 of its own pid namespace
+            "--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1",
+            # nobody, without capabilities (even when the server runs as root)
+            "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534",
+            "--clearenv", *env_args, *binds, "--proc", "/proc", "--dev", "/dev",
+            # a fresh tmpfs /tmp is the only writable place
+            "--tmpfs", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--hostname", "sandbox",
+            sys.executable, "-B", "-m", "sandbox.worker"]
 
 
 class Worker:

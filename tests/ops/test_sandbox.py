@@ -286,7 +286,21 @@ def test_the_servers_files_and_environment_are_out_of_sight(tmp_path, monkeypatc
     assert "another session" not in str(output.value)
     assert set(root) <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "tmp", "proc", "dev",
                          "app", "root", "work", "home", "opt", "run"} and "home" not in root
-    assert len([p for p in proc if p.isdigit()]) <= 4, proc  # its own pid namespace: bwrap's init, worker, child
+    assert sorted(p for p in proc if p.isdigit()) == ["1", "2"], proc  # its own pid namespace: supervisor, itself
+
+
+def test_the_supervisor_is_out_of_reach():
+    """The child can neither open the supervisor's memory nor its pipe to the server (it is not dumpable, the child
+    has no capabilities), so it cannot forge the answer of another run."""
+    source = ("import os\n"
+              "def attempt(p, mode):\n    try:\n        open(p, mode, buffering=0)\n        return 'opened'\n"
+              "    except OSError as e:\n        return type(e).__name__\n"
+              "def f(x):\n    return (os.getuid(), [attempt(f'/proc/{os.getppid()}/{name}', mode) for name, mode in\n"
+              "            (('mem', 'r+b'), ('mem', 'rb'), ('fd/1', 'wb'), ('fd/0', 'rb'), ('environ', 'rb'))],\n"
+              "            open('/proc/self/status').read().split('CapEff:')[1].split()[0])\n")
+    result, output = one(source, X)
+    uid, attempts, capabilities = output.value
+    assert uid == 65534 and set(attempts) == {"PermissionError"} and int(capabilities, 16) == 0, result
 
 
 def test_writes_outside_tmp_fail_and_leave_nothing_on_the_host(tmp_path):
