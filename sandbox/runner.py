@@ -4,7 +4,8 @@
     result.ok, result.outputs[0].value   # True, array([[0.333.., ...]])
 
 Each ``run`` uses one worker process (``sandbox.worker``) inside bubblewrap: every namespace unshared (no network,
-its own pid / ipc / uts / user / cgroup namespaces), the environment cleared, only the interpreter, its packages,
+its own pid / ipc / uts / user / cgroup namespaces; the worker is pid 1 there), user nobody without capabilities,
+the environment cleared, only the interpreter, its packages,
 /usr and the project's ``sandbox`` / ``model`` / ``explain`` bound read-only, a fresh tmpfs ``/tmp`` the only writable
 place. Inside, the worker forks the child that runs the learner's code under resource limits and a seccomp filter
 (``sandbox.worker``'s docstring has the details). The server's side is the wall-clock deadline: past it the worker's
@@ -18,6 +19,7 @@ Nothing here decides WHO may run code: ask ``sandbox.policy.allowed`` first.
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import select
@@ -235,12 +237,14 @@ POOL = Pool()
 atexit.register(POOL.close)
 
 
+@functools.cache
 def available() -> bool:
-    """Whether learner code can run here: bubblewrap present and able to make its namespaces."""
+    """Whether learner code can run here: bubblewrap present and able to make its namespaces (asked once)."""
     if bwrap() is None:
         return False
     try:
-        done = subprocess.run([bwrap(), "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
+        done = subprocess.run([bwrap(), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "--uid", "65534",
+                               "--gid", "65534", "--ro-bind", "/", "/", "true"],
                               capture_output=True, timeout=10, env={})
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -249,7 +253,7 @@ def available() -> bool:
 
 def prestart() -> None:
     """Start the warm worker now (e.g. when a page with an exercise opens and ``policy.allowed`` said yes)."""
-    if bwrap():
+    if available():
         POOL.refill()
 
 
@@ -258,8 +262,8 @@ def run(source: str, calls: list[Call], *, timeout_s: float = 10.0, entry: str |
     learner's code does. ``entry`` ("package.module:function", trusted project code) wraps every call:
     ``entry(learner_function, *args, **kwargs)`` (the extension point for "use mine")."""
     started = time.monotonic()
-    if bwrap() is None:
-        return Result([], RunError("unavailable", "learner code cannot run on this server (no bubblewrap)"))
+    if not available():
+        return Result([], RunError("unavailable", "learner code cannot run on this server (no working bubblewrap)"))
     try:
         request = worker.encode({"source": source, "timeout_s": timeout_s, "entry": entry,
                                  "calls": [{"function": c.function, "args": tuple(c.args), "kwargs": dict(c.kwargs)}
