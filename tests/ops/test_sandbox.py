@@ -152,6 +152,14 @@ def test_mistakes_are_one_sentence_at_the_learners_line():
     assert result.error.kind == "exception" and result.error.message == "ValueError: at import (line 1)"
 
 
+def test_a_trusted_entry_drives_the_learners_function_and_the_project_is_importable():
+    """The extension point for "use mine": ``entry`` (project code) is called with the learner's function."""
+    result = run("def add(a, b):\n    return a + b\n", [Call("add", ([1, 2, 3],))], entry="functools:reduce")
+    assert result.ok and result.outputs[0].value == 6, result
+    result, output = one("import model.masks, explain.attention\ndef f(x):\n    return model.masks.__name__\n", X)
+    assert output.value == "model.masks", result
+
+
 # ---------------------------------------------------------------- time, memory, output
 
 def test_an_infinite_loop_is_stopped_at_the_deadline():
