@@ -41,6 +41,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 INSIDE_PROJECT = "/app"  # where sandbox/, model/, explain/ appear inside the sandbox (read-only)
 BOUND_PACKAGES = ("sandbox", "model", "explain")
 STARTUP_S = 60.0  # time a cold worker may take to import torch, on top of the run's own timeout
+MAX_AT_ONCE = max(2, os.cpu_count() or 1)  # runs at once per server process; more wait their turn (memory: ~1.2 GB each)
 ERROR_KINDS = ("timeout", "memory", "crashed", "output_too_large", "not_allowed", "syntax", "no_function",
                "exception", "unavailable")
 
@@ -235,6 +236,7 @@ class Pool:
 
 POOL = Pool()
 atexit.register(POOL.close)
+_turns = threading.BoundedSemaphore(MAX_AT_ONCE)
 
 
 @functools.cache
@@ -270,14 +272,15 @@ def run(source: str, calls: list[Call], *, timeout_s: float = 10.0, entry: str |
                                            for c in calls]})
     except TypeError as error:
         raise TypeError(f"a call's arguments cannot be sent to the sandbox: {error}") from None
-    w = POOL.take()
-    POOL.refill()  # the next check's worker imports torch while this one runs
-    warm_for = time.monotonic() - w.started
-    deadline = time.monotonic() + timeout_s + 5.0 + max(0.0, STARTUP_S - warm_for)
-    try:
-        answer = w.exchange(request, deadline)
-    finally:
-        w.kill()
+    with _turns:
+        w = POOL.take()
+        POOL.refill()  # the next check's worker imports torch while this one runs
+        warm_for = time.monotonic() - w.started
+        deadline = time.monotonic() + timeout_s + 5.0 + max(0.0, STARTUP_S - warm_for)
+        try:
+            answer = w.exchange(request, deadline)
+        finally:
+            w.kill()
     seconds = time.monotonic() - started
     if answer is None:
         return Result([], RunError("timeout", f"the code ran longer than {timeout_s:g} seconds"), seconds=seconds)
