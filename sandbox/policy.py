@@ -7,9 +7,11 @@
 - ``off``: no one; no process is ever started.
 Any other value counts as ``off`` (with a warning in the log).
 
-What the UI passes (no Streamlit here): ``client_host=st.context.ip_address`` and ``headers=st.context.headers``.
-Streamlit 1.67 reports a loopback client (127.0.0.1, ::1) as ``None``, so ``None`` counts as loopback; any other
-loopback address (127.0.0.2, ``::ffff:127.0.0.1``) is recognised as such too.
+What the UI passes (no Streamlit here): ``client_host=st.context.ip_address`` and ``headers=st.context.headers``
+(read in the session's script run). Streamlit 1.67's ``ip_address`` is the TCP peer of the session's websocket, except
+that it reports 127.0.0.1 and ::1 as ``None`` ("accessed through localhost"), so ``None`` counts as loopback; other
+loopback addresses (127.0.0.2, ``::ffff:127.0.0.1``) are recognised as such. It is also ``None`` where the server
+knows no peer at all (a Unix socket, an ASGI server that gives none): such a deployment sets ``on`` or ``off``.
 """
 from __future__ import annotations
 
