@@ -3,16 +3,16 @@
     result = run(source, [Call("softmax", (np.ones((2, 3), np.float32),))])
     result.ok, result.outputs[0].value   # True, array([[0.333.., ...]])
 
-Each ``run`` uses one worker process (``sandbox.worker``) inside bubblewrap: every namespace unshared (no network,
-its own pid / ipc / uts / user / cgroup namespaces; the worker is pid 1 there), user nobody without capabilities,
-the environment cleared, only the interpreter, its packages,
-/usr and the project's ``sandbox`` / ``model`` / ``explain`` bound read-only, a fresh tmpfs ``/tmp`` the only writable
-place. Inside, the worker forks the child that runs the learner's code under resource limits and a seccomp filter
-(``sandbox.worker``'s docstring has the details). The server's side is the wall-clock deadline: past it the worker's
-whole process group is killed.
+The learner's code runs in ``sandbox.worker`` processes inside bubblewrap: every namespace unshared (no network, its
+own pid / ipc / uts / user / cgroup namespaces), user nobody without capabilities, the environment cleared, only the
+interpreter, its packages, /usr and the project's ``sandbox`` / ``model`` / ``explain`` bound, and everything
+read-only. Each run is a child process under resource limits and a seccomp filter, watched by its own supervisor
+(``sandbox.worker``'s docstring has the details). The server's side is a backstop deadline: past it the whole
+sandbox is killed and started again.
 
-Warm path: after a run (or ``prestart()``) one worker is started ahead, with torch already imported, so that the next
-check pays only the fork. A worker answers one request and exits; nothing of one learner's run is left for the next.
+Warm path: the sandbox's mother process (started by the first ``run`` or by ``prestart()``) has torch imported and
+forks a fresh supervisor and child per run, so a warm check pays only the forks. Nothing of one learner's run is left
+for the next: the mother never touches requests or answers, and nothing in the sandbox is writable.
 
 Nothing here decides WHO may run code: ask ``sandbox.policy.allowed`` first.
 """
@@ -25,6 +25,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -96,8 +97,8 @@ def bwrap() -> str | None:
     return shutil.which("bwrap") or ("/usr/bin/bwrap" if os.access("/usr/bin/bwrap", os.X_OK) else None)
 
 
-def command() -> list[str]:
-    """The bubblewrap command line that starts one worker."""
+def command(socket_fd: int) -> list[str]:
+    """The bubblewrap command line that starts the sandbox's mother process, listening on ``socket_fd``."""
     binds: list[str] = []
     for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
@@ -122,120 +123,122 @@ def command() -> list[str]:
             # nobody, without capabilities (even when the server runs as root)
             "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534",
             "--clearenv", *env_args, *binds, "--proc", "/proc", "--dev", "/dev",
-            # a fresh tmpfs /tmp is the only writable place
-            "--tmpfs", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--hostname", "sandbox",
-            sys.executable, "-B", "-m", "sandbox.worker"]
+            # nothing writable: an empty /tmp, /dev and / all read-only
+            "--tmpfs", "/tmp", "--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp",
+            "--hostname", "sandbox",
+            sys.executable, "-B", "-m", "sandbox.worker", str(socket_fd)]
 
 
-class Worker:
-    """One started worker process (warm once its torch import is done)."""
+class Mother:
+    """The sandbox's long-lived process (``sandbox.worker.main``, torch imported), started lazily: nothing starts
+    before the first ``run`` or ``prestart``. It forks one supervisor per run, so a warm check pays only a fork.
+
+    It is started from one long-lived thread: bubblewrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) fires when the
+    THREAD that started it ends, and a Streamlit script thread ends after each rerun."""
 
     def __init__(self):
-        self.started = time.monotonic()
-        self.process = subprocess.Popen(command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, start_new_session=True, close_fds=True, env={})
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def kill(self) -> None:
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-            try:
-                stream.close()
-            except OSError:
-                pass
-        self.process.wait()
-
-    def exchange(self, request: bytes, deadline: float) -> bytes | None:
-        """Send ``request`` and read the answer (a tag byte and one frame); None past ``deadline``."""
-        writer = threading.Thread(target=self._send, args=(request,), daemon=True)
-        writer.start()
-        out, err = self.process.stdout.fileno(), self.process.stderr.fileno()
-        data, open_fds = bytearray(), {out, err}
-        self.stderr = bytearray()
-        while out in open_fds:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            ready, _, _ = select.select(list(open_fds), [], [], left)
-            for fd in ready:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    open_fds.discard(fd)
-                elif fd == err:  # the worker's own failures (the learner's prints go elsewhere): kept for the log
-                    self.stderr += chunk[:max(0, 4096 - len(self.stderr))]
-                elif fd == out:
-                    data += chunk
-                    if len(data) > worker.MAX_RESPONSE_BYTES + (1 << 20):
-                        return b"E" + worker.encode({"kind": "output_too_large", "message": "the result is too large"})
-                    try:
-                        whole = worker.frame_size(data, start=1)
-                    except (ValueError, struct.error, UnicodeDecodeError):
-                        return bytes(data)  # not a frame: the caller reports it
-                    if whole is not None:
-                        return bytes(data[:1 + whole])
-        return bytes(data)
-
-    def _send(self, request: bytes) -> None:
-        try:
-            self.process.stdin.write(request)
-            self.process.stdin.close()
-        except (BrokenPipeError, OSError, ValueError):
-            pass
-
-
-class Pool:
-    """Keeps ``warm`` workers started ahead (lazily: nothing starts before the first ``run`` or ``prestart``).
-
-    Every worker is started from one long-lived thread: bubblewrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) fires
-    when the THREAD that started it ends, and a Streamlit script thread ends after each rerun."""
-
-    def __init__(self, warm: int = 1):
-        self.warm = warm
-        self.idle: list[Worker] = []
         self.lock = threading.Lock()
+        self.process: subprocess.Popen | None = None
+        self.channel: socket.socket | None = None
+        self.started = 0.0
         self.spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
 
-    def take(self) -> Worker:
+    def _start(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with theirs:
+            self.process = subprocess.Popen(command(theirs.fileno()), stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                            pass_fds=(theirs.fileno(),), start_new_session=True, env={})
+        self.channel, self.started = ours, time.monotonic()
+
+    def ensure(self) -> None:
         with self.lock:
-            while self.idle:
-                candidate = self.idle.pop(0)
-                if candidate.alive():
-                    return candidate
-                candidate.kill()
-        return self.spawner.submit(Worker).result()
+            if self.process is None or self.process.poll() is not None:
+                self._stop()
+                self.spawner.submit(self._start).result()
 
-    def refill(self) -> None:
-        """Start workers until ``warm`` are idle, in the background."""
-        self.spawner.submit(self._refill)
-
-    def _refill(self) -> None:
-        while True:
+    def send(self, fds: list[int]) -> float:
+        """Hand one run's two pipe ends to the mother; the seconds it has been starting (torch import) so far."""
+        for attempt in (1, 2):
+            self.ensure()
             with self.lock:
-                if len(self.idle) >= self.warm:
-                    return
-            started = Worker()
-            with self.lock:
-                self.idle.append(started)
+                try:
+                    socket.send_fds(self.channel, [b"r"], fds)
+                    return time.monotonic() - self.started
+                except OSError:
+                    if attempt == 2:
+                        raise
+                    self._stop()
+        raise AssertionError("unreachable")
 
     def pids(self) -> set[int]:
-        """The bubblewrap processes of the idle workers (tests tell them from leftovers)."""
+        """bubblewrap's process and the mother inside it (tests tell them from leftovers)."""
         with self.lock:
-            return {w.process.pid for w in self.idle}
+            if self.process is None or self.process.poll() is not None:
+                return set()
+            outer = self.process.pid
+        return {outer, *children(outer)}
 
-    def close(self) -> None:
+    def restart(self) -> None:
+        """Kill the sandbox with every run in it (a run past the server's own deadline)."""
         with self.lock:
-            idle, self.idle = self.idle, []
-        for w in idle:
-            w.kill()
+            self._stop()
+
+    def _stop(self) -> None:
+        if self.process is not None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.process.wait()
+        if self.channel is not None:
+            self.channel.close()
+        self.process = self.channel = None
+
+    close = restart
 
 
-POOL = Pool()
-atexit.register(POOL.close)
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _write(fd: int, data: bytes) -> None:
+    try:
+        with open(fd, "wb") as pipe:
+            pipe.write(data)
+    except OSError:
+        pass
+
+
+def exchange(answers: int, deadline: float) -> bytes | None:
+    """The answer (a tag byte and one frame) read from fd ``answers``; None past ``deadline``."""
+    data = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready, _, _ = select.select([answers], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(answers, 1 << 20)
+        if not chunk:
+            return bytes(data)
+        data += chunk
+        if len(data) > worker.MAX_RESPONSE_BYTES + (1 << 20):
+            return b"E" + worker.encode({"kind": "output_too_large", "message": "the result is too large"})
+        try:
+            whole = worker.frame_size(data, start=1)
+        except (ValueError, struct.error, UnicodeDecodeError):
+            return bytes(data)  # not a frame: the caller reports it
+        if whole is not None:
+            return bytes(data[:1 + whole])
+
+
+MOTHER = Mother()
+atexit.register(MOTHER.close)
 _turns = threading.BoundedSemaphore(MAX_AT_ONCE)
 
 
@@ -256,7 +259,7 @@ def available() -> bool:
 def prestart() -> None:
     """Start the warm worker now (e.g. when a page with an exercise opens and ``policy.allowed`` said yes)."""
     if available():
-        POOL.refill()
+        MOTHER.ensure()
 
 
 def run(source: str, calls: list[Call], *, timeout_s: float = 10.0, entry: str | None = None) -> Result:
@@ -273,14 +276,22 @@ def run(source: str, calls: list[Call], *, timeout_s: float = 10.0, entry: str |
     except TypeError as error:
         raise TypeError(f"a call's arguments cannot be sent to the sandbox: {error}") from None
     with _turns:
-        w = POOL.take()
-        POOL.refill()  # the next check's worker imports torch while this one runs
-        warm_for = time.monotonic() - w.started
-        deadline = time.monotonic() + timeout_s + 5.0 + max(0.0, STARTUP_S - warm_for)
+        request_in, request_out = os.pipe()
+        answer_in, answer_out = os.pipe()
         try:
-            answer = w.exchange(request, deadline)
+            starting_for = MOTHER.send([request_in, answer_out])
         finally:
-            w.kill()
+            os.close(request_in)
+            os.close(answer_out)
+        writer = threading.Thread(target=_write, args=(request_out, request), daemon=True)
+        writer.start()
+        deadline = time.monotonic() + timeout_s + 5.0 + max(0.0, STARTUP_S - starting_for)
+        try:
+            answer = exchange(answer_in, deadline)
+        finally:
+            os.close(answer_in)
+        if answer is None:
+            MOTHER.restart()  # the supervisor missed its own deadline: start over
     seconds = time.monotonic() - started
     if answer is None:
         return Result([], RunError("timeout", f"the code ran longer than {timeout_s:g} seconds"), seconds=seconds)
@@ -298,7 +309,6 @@ def run(source: str, calls: list[Call], *, timeout_s: float = 10.0, entry: str |
             printed += f"\n... ({int(body['printed_dropped'])} more characters not shown)"
         return Result(outputs, error, printed, seconds)
     except (ValueError, KeyError, TypeError, AttributeError, struct.error):
-        _log.warning("sandbox worker gave no readable answer (%d bytes, exit %s); its stderr: %s", len(answer),
-                     w.process.returncode, bytes(w.stderr[-2000:]).decode(errors="replace"))
+        _log.warning("sandbox worker gave no readable answer (%d bytes)", len(answer))
         return Result([], RunError("crashed", "the code's process stopped without a readable answer"),
                       seconds=seconds)

@@ -1,18 +1,24 @@
 """The process that runs a learner's code: started by ``sandbox.runner`` inside bubblewrap, never imported by the server
 for anything but the wire format (``encode`` / ``decode``, numpy and the standard library only).
 
-One worker answers ONE request, then exits (a fresh process per check: nothing of one learner's code, inputs or files
-is left for the next). Its life:
+Three generations, all inside one bubblewrap sandbox, none but the last ever running learner code:
 
-1. ``main`` imports torch (one thread), then waits on stdin: this is the *warm* state the runner keeps one of ready.
-2. It reads the request (the wire format below), then forks. The parent (the supervisor, trusted code only) makes
-   itself undumpable, reads the child's answer from a pipe (at most ``MAX_RESPONSE_BYTES``), kills the child at the
-   wall-clock deadline, and writes exactly one response frame to stdout, naming what happened (answered, timeout,
-   memory, crashed, output_too_large).
-3. The child points fds 0-2 at /dev/null, sets its resource limits (``limit_resources``), installs the seccomp filter
-   (``deny_syscalls``), and only then compiles and runs the learner's source: ``exec`` in a fresh namespace, then one
-   call per requested ``Call``. Inputs arrive as numpy arrays and are turned into torch tensors (dtype kept); what the
-   function returns goes back as numpy arrays and plain values.
+1. The mother (``main``) imports torch (one thread) once and waits on a unix socket: this is the *warm* state. Per
+   request the runner sends it two pipe descriptors; it forks a supervisor with them, closes its copies, and waits for
+   the next. It never reads a request or an answer, so nothing of one run is in the memory later runs are forked from.
+2. The supervisor (``answer``, trusted code only) makes itself undumpable, reads the request (the wire format below)
+   from its pipe, forks the child, reads the child's answer (at most ``MAX_RESPONSE_BYTES``), kills it at the
+   wall-clock deadline, and writes exactly one response frame on its answer pipe, naming what happened (answered,
+   timeout, memory, crashed, output_too_large). Then it exits.
+3. The child makes itself undumpable, closes the supervisor's descriptors, points fds 0-2 at /dev/null, sets its
+   resource limits (``limit_resources``), installs the seccomp filter (``deny_syscalls``), and only then compiles and
+   runs the learner's source: ``exec`` in a fresh namespace, then one call per requested ``Call``. Inputs arrive as
+   numpy arrays and are turned into torch tensors (dtype kept); what the function returns goes back as numpy arrays
+   and plain values.
+
+Runs that overlap are siblings in one pid namespace: they are undumpable, have no capabilities and may signal only
+themselves, so none can read, write or stop another; nothing in the sandbox is writable (/tmp too), so none leaves
+a file for another.
 
 Extension point (the lead's "use mine"): a request may carry ``"entry": "package.module:function"`` naming a TRUSTED
 function in the project (``model`` / ``explain`` are bound read-only inside the sandbox). The worker imports it before
@@ -42,7 +48,7 @@ MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # what a run may send back (arrays includ
 MAX_PRINTED_CHARS = 4096  # what the learner's print()s keep; the rest is counted and dropped
 CPU_SECONDS = 5  # RLIMIT_CPU of the child (the torch import happened in the parent and does not count)
 MEMORY_BYTES = 1024 * 1024 * 1024  # RLIMIT_AS headroom above what the forked child already maps (torch: ~0.6 GB)
-FILE_BYTES = 1024 * 1024  # RLIMIT_FSIZE: the largest file the child may write (only /tmp, a tmpfs, is writable)
+FILE_BYTES = 0  # RLIMIT_FSIZE: no file content at all (and the whole sandbox is mounted read-only)
 OPEN_FILES = 64  # RLIMIT_NOFILE
 SOURCE_NAME = "<exercise>"  # the filename the learner's code is compiled under (tracebacks point at its lines)
 
@@ -379,16 +385,26 @@ def child(request: dict, out_fd: int) -> None:
 
 # ---------------------------------------------------------------- the supervisor (trusted; never runs learner code)
 
-def supervise(request: dict) -> dict:
-    """Fork the child for ``request``, collect its answer within the deadline, and say what happened."""
+def undumpable() -> None:
+    """PR_SET_DUMPABLE 0: no other process of the same user (without capabilities, as in the sandbox) may open this
+    one's /proc/<pid>/mem, fd/ or environ, nor ptrace it."""
     import ctypes
 
+    if ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) != 0:
+        raise OSError("prctl(PR_SET_DUMPABLE) failed")
+
+
+def supervise(request: dict, keep_out: tuple[int, ...] = ()) -> dict:
+    """Fork the child for ``request``, collect its answer within the deadline, and say what happened. ``keep_out``:
+    the supervisor's own descriptors, closed in the child."""
     timeout_s = float(request.get("timeout_s", 10.0))
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child
         try:
-            os.close(read_fd)
+            undumpable()  # other runs' children (same user) cannot read this one's memory
+            for fd in (read_fd, *keep_out):
+                os.close(fd)
             null = os.open("/dev/null", os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
@@ -397,7 +413,6 @@ def supervise(request: dict) -> dict:
         finally:
             os._exit(5)
     os.close(write_fd)
-    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the child cannot open /proc/<this>/mem or fds
     deadline = time.monotonic() + timeout_s
     chunks, size, verdict = [], 0, None
     while True:
@@ -440,21 +455,65 @@ def supervise(request: dict) -> dict:
     return {"frame": b"".join(chunks)}
 
 
-def main() -> None:
+def answer(in_fd: int, out_fd: int) -> None:
+    """The supervisor of one request: read it from ``in_fd``, run it, write the verdict to ``out_fd``, exit."""
+    try:
+        undumpable()
+        request = decode(read_frame(in_fd, MAX_RESPONSE_BYTES))
+        os.close(in_fd)
+        outcome = supervise(request, keep_out=(out_fd,))
+        # "A" + the child's frame (the runner parses it), or "E" + the supervisor's own verdict
+        write_all(out_fd, b"A" + outcome["frame"] if "frame" in outcome else b"E" + encode(outcome["error"]))
+    finally:
+        os._exit(0)  # no interpreter teardown (torch's takes seconds)
+
+
+def reap(*_) -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def main(socket_fd: int) -> None:
+    """The mother: import torch once, then fork one supervisor per request. A request is a message on the unix socket
+    ``socket_fd`` carrying two descriptors (SCM_RIGHTS): the pipe to read it from and the pipe to answer on. The
+    mother never reads a request or an answer, so nothing of one run is in the memory the next run is forked from."""
+    import socket
+
     os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     import torch
 
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
-    try:
-        request = decode(read_frame(0, MAX_RESPONSE_BYTES))
-    except (ValueError, OSError, struct.error):
-        return  # the runner went away (a warm worker never used) or sent garbage
-    outcome = supervise(request)
-    # "A" + the child's frame (the runner parses it), or "E" + the supervisor's own verdict
-    write_all(1, b"A" + outcome["frame"] if "frame" in outcome else b"E" + encode(outcome["error"]))
-    os._exit(0)  # no interpreter teardown (torch's takes seconds): the runner reads until stdout closes
+    undumpable()
+    channel = socket.socket(fileno=socket_fd)
+    signal.signal(signal.SIGCHLD, reap)  # pid 1 of the namespace: reap every supervisor as it ends
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(channel, 16, 4)
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+        if not message:
+            break  # the server went away
+        if len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            channel.close()
+            answer(*fds)
+        for fd in fds:
+            os.close(fd)
+    os._exit(0)
 
 
 if __name__ == "__main__":
-    main()
+    main(int(sys.argv[1]))

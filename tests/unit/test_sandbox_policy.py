@@ -59,12 +59,12 @@ def test_the_default_is_local():
 
 
 def test_importing_the_runner_starts_no_process():
-    """The warm worker starts lazily (first ``run`` or ``prestart``): with ``off`` the UI never calls either, so a
-    server that only imports the runner has no worker."""
+    """The sandbox starts lazily (first ``run`` or ``prestart``): with ``off`` the UI never calls either, so a server
+    that only imports the runner has no sandbox process."""
     probe = ("import os, sandbox.runner\n"
              "me = str(os.getpid())\n"
              "kids = [p for p in os.listdir('/proc') if p.isdigit() and\n"
              "        open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[1] == me]\n"
-             "print(len(kids), len(sandbox.runner.POOL.idle))\n")
+             "print(len(kids), int(sandbox.runner.MOTHER.process is not None))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split() == ["0", "0"]
