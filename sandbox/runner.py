@@ -41,8 +41,8 @@ from sandbox import worker
 PROJECT = Path(__file__).resolve().parents[1]
 INSIDE_PROJECT = "/app"  # where sandbox/, model/, explain/ appear inside the sandbox (read-only)
 BOUND_PACKAGES = ("sandbox", "model", "explain")
-STARTUP_S = 60.0  # time a cold worker may take to import torch, on top of the run's own timeout
-MAX_AT_ONCE = max(2, os.cpu_count() or 1)  # runs at once per server process; more wait their turn (memory: ~1.2 GB each)
+STARTUP_S = 60.0  # time a cold sandbox may take to import torch, on top of the run's own timeout
+MAX_AT_ONCE = max(2, os.cpu_count() or 1)  # runs at once per server process, more wait (each may take ~1 GB)
 ERROR_KINDS = ("timeout", "memory", "crashed", "output_too_large", "not_allowed", "syntax", "no_function",
                "exception", "unavailable")
 
