@@ -14,11 +14,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # For each folder: the top-level packages its modules must never import.
 FORBIDDEN: dict[str, set[str]] = {
-    "model": {"streamlit", "plotly", "pandas", "ui", "explain", "figures", "app_pages"},
-    "explain": {"streamlit", "plotly", "ui", "figures", "app_pages"},
-    "figures": {"streamlit", "torch", "model", "explain", "ui", "app_pages"},
-    "ui": {"app_pages"},
+    "model": {"streamlit", "plotly", "pandas", "ui", "explain", "figures", "app_pages", "sandbox"},
+    "explain": {"streamlit", "plotly", "ui", "figures", "app_pages", "sandbox"},
+    "figures": {"streamlit", "torch", "model", "explain", "ui", "app_pages", "sandbox"},
+    "ui": {"app_pages"},  # ui/ may import sandbox (policy, runner)
     "app_pages": {"torch", "model"},
+    # Learner code's sandbox: no UI; model / explain only inside the worker (a request's trusted ``entry``),
+    # never imported by the modules the server loads.
+    "sandbox": {"streamlit", "plotly", "ui", "figures", "app_pages", "model", "explain"},
 }
 
 
