@@ -24,6 +24,7 @@ from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal, pick
 from ui.widgets import csv_download, plot, sentence_input
+from ui.exercise_panel import exercise_panel
 
 SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
 SECTION = ChoiceParam("attention_view", "overview", choices=SECTIONS)
@@ -400,3 +401,4 @@ with page("attention", formulas=FORMULAS, formula_note=True, try_this="bottom",
           try_extra=translation_try) as checkpoint:
     if checkpoint is not None:
         explorer(checkpoint)
+    exercise_panel("attention")

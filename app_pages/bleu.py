@@ -18,6 +18,7 @@ from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.url_state import ChoiceParam, IntParam, TextParam, bind, clamp_state, markdown_literal
 from ui.widgets import csv_download, plot, show_box_cut
+from ui.exercise_panel import exercise_panel
 
 SECTIONS = ("corpus", "worked")
 SECTION = ChoiceParam("bleu_view", "corpus", choices=SECTIONS)
@@ -303,3 +304,4 @@ FORMULAS = (r"\begin{gathered}\mathrm{BLEU} = \mathrm{BP}\cdot\exp\!\Big(\sum_{n
 with page("bleu", formulas=FORMULAS, formula_note=True, try_this="bottom") as checkpoint:
     if checkpoint is not None:
         bleu_page(checkpoint)
+    exercise_panel("bleu")

@@ -16,6 +16,7 @@ from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, IntParam, bind, clamp_state, markdown_literal
 from ui.widgets import csv_download, plot, sentence_input
+from ui.exercise_panel import exercise_panel
 
 SECTIONS = ("inside", "position", "params")
 SECTION = ChoiceParam("feed_forward_view", "inside", choices=SECTIONS)
@@ -219,3 +220,4 @@ def explorer(ckpt) -> None:
 with page("feed_forward", try_this="bottom") as checkpoint:
     if checkpoint is not None:
         explorer(checkpoint)
+    exercise_panel("feed_forward")

@@ -19,6 +19,7 @@ from ui.scaffold import page
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
 from ui.widgets import batch_input, plot, sentence_picker
+from ui.exercise_panel import exercise_panel
 
 SECTIONS = ("matrices", "printout", "effect", "row")
 SECTION = ChoiceParam("masks_view", default="matrices", choices=SECTIONS)
@@ -245,3 +246,4 @@ with page("masks", formulas=FORMULAS, try_this="top") as ckpt:
         st.subheader(t("masks.training.heading"))
         st.markdown(t("masks.training.body"))
         link(stop("training"), t("masks.training.link"), icon=":material/model_training:")
+    exercise_panel("masks")

@@ -23,6 +23,7 @@ from ui.tour import st_page, stop
 from ui.url_state import (ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, current_query,
                           markdown_literal)
 from ui.widgets import char_limit, csv_download, plot, sentence_input, show_box_cut, show_notices
+from ui.exercise_panel import exercise_panel
 
 SECTIONS = ("logits", "seed", "loss", "smoothing")
 SECTION = ChoiceParam("output_and_loss_view", "logits", choices=SECTIONS)
@@ -318,3 +319,4 @@ def output_page(ckpt) -> None:
 with page("output_and_loss") as checkpoint:
     if checkpoint is not None:
         output_page(checkpoint)
+    exercise_panel("output_and_loss")

@@ -18,6 +18,7 @@ from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind, clamp_state
 from ui.widgets import char_limit, plot, show_box_cut, show_notices
+from ui.exercise_panel import exercise_panel
 
 D_MODEL = IntParam("positional_encoding_d", default=64, lo=2, hi=256, step=2)  # sin/cos pairs: even sizes only
 POSITIONS = IntParam("positional_encoding_len", default=50, lo=2, hi=128)
@@ -219,3 +220,4 @@ with page("positional_encoding", formulas=FORMULAS, try_this="top", model=False)
         order_blindness_view(ckpt)
 
     rope(positions, d_model, base)
+    exercise_panel("positional_encoding")

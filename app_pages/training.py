@@ -27,6 +27,7 @@ from ui.training import settings as trs
 from ui.training import status as run_status
 from ui.training.status import FAILURE_REASON_LIMIT, STOPPED_REASONS, format_count
 from ui.url_state import bind, markdown_literal
+from ui.exercise_panel import exercise_panel
 
 REFRESH_SECONDS = 1.0
 REASONS = {  # engine reason -> i18n key suffix
@@ -419,3 +420,4 @@ with page("training", model=False, try_this="bottom"):
     run_panel(session)
     results(session)
     upload_section()
+    exercise_panel("training")

@@ -187,7 +187,7 @@ class Source:
         return hits
 
 
-_READ_LOCK = threading.Lock()
+PARSE_LOCK = threading.Lock()  # every parse / compile of source text in the server process takes it
 _READ: dict[tuple[str, Any], Source] = {}  # (path, the object it named) -> its source, read once
 
 
@@ -198,7 +198,7 @@ def source_of(path: str) -> Source:
     CPython 3.11 two threads parsing at once can fail inside the compiler ("AST constructor recursion
     depth mismatch"), and a class of students opens the pages at once."""
     obj = inspect.unwrap(find(path))
-    with _READ_LOCK:
+    with PARSE_LOCK:
         known = _READ.get((path, obj))
         if known is None:
             known = _READ[(path, obj)] = _read(path, obj)

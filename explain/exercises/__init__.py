@@ -15,6 +15,7 @@ from explain.exercises.feed_forward import FEED_FORWARD
 from explain.exercises.layer_norm import LAYER_NORM
 from explain.exercises.loss import LABEL_SMOOTHING, SHIFT_TARGETS
 from explain.exercises.masks import LOOK_AHEAD_MASK, PADDING_MASK
+from explain.exercises.offline import offline_test
 from explain.exercises.positional import POSITIONAL_ENCODING
 from explain.exercises.schedule import NOAM
 
@@ -31,6 +32,6 @@ def for_page(page: str) -> tuple[Exercise, ...]:
 
 __all__ = [
     "CATALOG", "EXERCISES", "PAGES", "Bug", "Case", "CaseResult", "Exercise", "Hint", "LearnerOutput", "Report",
-    "calls", "catalog_text", "check", "expected", "for_page", "matching_bug", "reference_function",
+    "calls", "catalog_text", "check", "expected", "for_page", "matching_bug", "offline_test", "reference_function",
     "reference_source", "run_trusted", "to_numpy", "to_torch", "to_torch_args",
 ]

@@ -1,0 +1,84 @@
+"""The "Write it yourself" panels under AppTest (issue #34), in both languages: the starter, Check in
+the sandbox (a separate process), a common mistake loaded and named by its hint, the reference passing
+every case; and, where the operator's setting runs no visitor code, the download instead of Check.
+"""
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from explain.exercises import EXERCISES, for_page, reference_source
+from sandbox import runner
+from tests.app.apptest_helpers import clean, open_script, random_model_fixtures
+from ui.i18n import translate
+
+checkpoint_dir, random_models = random_model_fixtures(("copy", 1), folder="exercise_checkpoints", d_model=32,
+                                                      n_heads=2, n_layers=1, d_ff=64, max_len=40)
+needs_sandbox = pytest.mark.skipif(not runner.available(), reason="bubblewrap cannot start a sandbox here")
+
+
+def panel(at: AppTest, key: str, lang: str):
+    title = translate("exercises.panel.heading", lang, title=translate(f"exercises.{key}.title", lang))
+    found = [e for e in at.expander if e.label == title]
+    assert len(found) == 1, [e.label for e in at.expander]
+    return found[0]
+
+
+def report_text(at: AppTest) -> str:
+    return " ".join(str(e.value) for e in [*at.success, *at.warning])
+
+
+@pytest.mark.parametrize("page", sorted({e.page for e in EXERCISES.values()}))
+def test_every_exercise_page_shows_its_exercises_with_their_starters(app, page, monkeypatch):
+    monkeypatch.setenv("TP_LEARNER_CODE", "off")
+    script = "app_pages/training.py" if page == "training" else f"app_pages/{page}.py"
+    at = open_script(app, script, {"lang": "zh"}, home_first=True)
+    for ex in for_page(page):
+        box = panel(at, ex.key, "zh")
+        assert box.text_area[0].value == ex.starter("zh")
+        assert box.button[0].disabled  # Check: this setting runs no visitor code
+        assert box.get("download_button")
+
+
+@needs_sandbox
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_check_names_a_planted_mistake_and_passes_the_reference(app, monkeypatch, lang):
+    monkeypatch.setenv("TP_LEARNER_CODE", "on")
+    ex = EXERCISES["look_ahead_mask"]
+    at = open_script(app, "app_pages/masks.py", {"lang": lang}, home_first=True)
+    box = panel(at, ex.key, lang)
+    clean(box.button[0].click().run())  # the starter as it is
+    box = panel(at, ex.key, lang)
+    assert translate("exercises.panel.summary", lang, passed=0, total=len(ex.cases())) in report_text(at)
+
+    bug = ex.bugs[0]
+    clean(box.selectbox[0].set_value(bug.key).run())
+    box = panel(at, ex.key, lang)
+    assert box.text_area[0].value == bug.source
+    clean(box.button[0].click().run())
+    hint = translate(f"exercises.{ex.key}.bug.{bug.key}", lang)
+    assert hint in report_text(at), report_text(at)
+
+    box = panel(at, ex.key, lang)
+    clean(box.text_area[0].set_value(reference_source(ex)).run())
+    clean(panel(at, ex.key, lang).button[0].click().run())
+    total = len(ex.cases())
+    assert translate("exercises.panel.summary", lang, passed=total, total=total) in report_text(at)
+    box = panel(at, ex.key, lang)
+    clean(box.toggle[0].set_value(True).run())
+    assert reference_source(ex).rstrip() in [c.value.rstrip() for c in panel(at, ex.key, lang).code]
+
+
+@needs_sandbox
+def test_hostile_code_gets_one_sentence_and_the_page_keeps_working(app, monkeypatch):
+    monkeypatch.setenv("TP_LEARNER_CODE", "on")
+    ex = EXERCISES["look_ahead_mask"]
+    at = open_script(app, "app_pages/masks.py", {"lang": "en"}, home_first=True)
+    hostile = "import os\n\ndef look_ahead_mask(size, device=None):\n    os.system('touch /tmp/pwned')\n" \
+              "    return open('/etc/passwd').read()\n"
+    clean(panel(at, ex.key, "en").text_area[0].set_value(hostile).run())
+    clean(panel(at, ex.key, "en").button[0].click().run())
+    text = report_text(at)
+    assert translate("exercises.panel.summary", "en", passed=0, total=len(ex.cases())) in text
+    assert "Traceback" not in text and "/work" not in text
+    clean(at.run())  # the page still draws
