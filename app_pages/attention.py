@@ -24,7 +24,7 @@ from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal, pick
 from ui.widgets import csv_download, plot, sentence_input
-from ui.exercise_panel import exercise_panel
+from ui.exercise_panel import UseMine, exercise_panel
 
 SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
 SECTION = ChoiceParam("attention_view", "overview", choices=SECTIONS)
@@ -370,12 +370,19 @@ def translation_try(ckpt) -> None:
 # ------------------------------------------------------------------ the page
 
 
-def explorer(ckpt) -> None:
+def explorer(ckpt) -> tuple[str, str] | None:
+    """The page's sections; returns (sentence, answer) shown, for "use mine" (None without a sentence)."""
     source = sentence_input(ckpt, "attention")
     if source is None:
-        return
+        return None
     base = view_of(ckpt, source)
     answer_and_check(ckpt, source, base.answer)
+    sections(ckpt, source, base)
+    return source, base.answer
+
+
+def sections(ckpt, source: str, base: AttentionView) -> None:
+    """The section picker and the section it names."""
     section = st.segmented_control(t("attention.section_label"), SECTIONS, required=True,
                                    format_func=lambda s: t(f"attention.section.{s}"),
                                    key=bind(SECTION, key="attention.section"))
@@ -399,6 +406,5 @@ FORMULAS = (r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^{\top}}
 
 with page("attention", formulas=FORMULAS, formula_note=True, try_this="bottom",
           try_extra=translation_try) as checkpoint:
-    if checkpoint is not None:
-        explorer(checkpoint)
-    exercise_panel("attention")
+    shown = explorer(checkpoint) if checkpoint is not None else None
+    exercise_panel("attention", use_mine=None if shown is None else UseMine(st.session_state.get(MODEL_STATE_KEY), *shown))

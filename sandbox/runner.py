@@ -41,6 +41,7 @@ from sandbox import worker
 PROJECT = Path(__file__).resolve().parents[1]
 INSIDE_PROJECT = "/app"  # where sandbox/, model/, explain/ appear inside the sandbox (read-only)
 BOUND_PACKAGES = ("sandbox", "model", "explain")
+SHIPPED_MODELS = "assets/checkpoints"
 STARTUP_S = 60.0  # time a cold sandbox may take to import torch, on top of the run's own timeout
 MAX_AT_ONCE = max(2, os.cpu_count() or 1)  # runs at once per server process, more wait (each may take ~1 GB)
 ERROR_KINDS = ("timeout", "memory", "crashed", "output_too_large", "not_allowed", "syntax", "no_function",
@@ -113,6 +114,8 @@ def command(socket_fd: int) -> list[str]:
             binds += ["--ro-bind", name, name]
     for package in BOUND_PACKAGES:
         binds += ["--ro-bind", str(PROJECT / package), f"{INSIDE_PROJECT}/{package}"]
+    if (PROJECT / SHIPPED_MODELS).is_dir():  # "use mine" runs a shipped model (read-only, nothing else of assets/)
+        binds += ["--ro-bind", str(PROJECT / SHIPPED_MODELS), f"{INSIDE_PROJECT}/{SHIPPED_MODELS}"]
     environment = {"PYTHONPATH": INSIDE_PROJECT, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
                    "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
                    "MKL_NUM_THREADS": "1", "PATH": "/usr/bin"}

@@ -485,7 +485,16 @@ def main(socket_fd: int) -> None:
     import socket
 
     os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    import tempfile
+
     import torch
+
+    # Nothing in the sandbox is writable, so Python finds no temporary folder and a module that only asks for
+    # its name at import (torch's compile cache, reached when project code imports more of torch) would fail;
+    # name one: a write there fails as any other write does.
+    tempfile.tempdir = "/tmp"
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = "/tmp"  # exists (read-only): torch's compile cache asks for it at import
+    import torch._dynamo  # noqa: F401 - building a model reaches it; imported once here, not in every run
 
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)

@@ -12,21 +12,39 @@ is switched.
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 import streamlit as st
 
 from explain.exercises import Exercise, LearnerOutput, Report, calls, check, for_page, offline_test, reference_source
+from explain.exercises.use_mine import ENTRY, attention_in_model
+from explain.tokens import target_tokenizer
 from figures.heatmap import heatmap
 from figures.style import DIVERGING
 from sandbox import policy
 from sandbox.runner import Call, Result, run
+from ui.cache import computed
 from ui.i18n import current_lang, t
+from ui.models import get_model, shipped_models
 from ui.scaffold import PLOT_CONFIG
+from ui.url_state import markdown_literal
 from ui.widgets import plot
 
 MAX_SOURCE_CHARS = 20_000  # a function of the notes is a few hundred characters
+
+
+@dataclass(frozen=True)
+class UseMine:
+    """What the page shows, for "use mine": the selected model's name, its sentence and its answer."""
+
+    model: str | None
+    source: str
+    target: str
+
+
+USE_MINE = ("attention",)  # the exercises whose function the model can run in place of its own
 
 
 def _key(page: str, exercise: Exercise, part: str) -> str:
@@ -110,6 +128,40 @@ def show_report(page: str, exercise: Exercise, report: Report) -> None:
         plot(fig, key=_key(page, exercise, "diff"), config=PLOT_CONFIG)
 
 
+def use_mine_section(page: str, ex: Exercise, source: str, where: UseMine) -> None:
+    """The learner's attention computing every attention of the selected shipped model (in the sandbox),
+    beside the model's own: the answer each gives and encoder layer 1, head 1."""
+    if where.model not in shipped_models():
+        st.caption(t("exercises.panel.use_mine_shipped"))
+        return
+    result_key = _key(page, ex, "use_mine_result")
+    if st.button(t("exercises.panel.use_mine"), key=_key(page, ex, "use_mine"), icon=":material/swap_horiz:",
+                 help=t("exercises.panel.use_mine_help")):
+        with st.spinner(t("exercises.panel.running")):
+            result = run(source, [Call(ex.function, (where.model, where.source, where.target))], entry=ENTRY)
+        error = result.error.message if result.error else (None if result.outputs[0].ok else result.outputs[0].message)
+        st.session_state[result_key] = (where, error, None if error else result.outputs[0].value)
+    kept = st.session_state.get(result_key)
+    if kept is None or kept[0] != where:  # nothing yet, or made for another sentence or model
+        return
+    _, error, value = kept
+    if error:
+        st.error(t("exercises.panel.use_mine_error", error=error), icon=":material/error:")
+        return
+    ours = computed(attention_in_model, None, where.model, where.source, where.target)
+    tokenizer = target_tokenizer(get_model(where.model))
+    answers = [tokenizer.decode([int(i) for i in ids]) for ids in (ours[2], value[2])]
+    left, right = st.columns(2)
+    for column, name, answer, maps in ((left, "reference", answers[0], ours[0]), (right, "yours", answers[1], value[0])):
+        with column:
+            st.markdown(t(f"exercises.panel.use_mine_{name}", answer=markdown_literal(answer, limit=80) if answer else "∅"))
+            fig = heatmap(np.asarray(maps[0, 0], dtype=float), title=t("exercises.panel.use_mine_map"), zmin=0, zmax=1)
+            plot(fig, key=_key(page, ex, f"use_mine_{name}"), config=PLOT_CONFIG)
+    gap = float(np.nanmax(np.abs(np.asarray(value[0], dtype=float) - ours[0]))) if value[0].shape == ours[0].shape \
+        else float("nan")
+    st.caption(t("exercises.panel.use_mine_gap", gap=f"{gap:.3g}"))
+
+
 def offline(page: str, exercise: Exercise, source: str) -> None:
     """Where code may not run here: the same checks as a test file for the learner's own machine."""
     st.info(t("exercises.panel.offline"), icon=":material/download:")
@@ -118,7 +170,7 @@ def offline(page: str, exercise: Exercise, source: str) -> None:
                        key=_key(page, exercise, "download"), icon=":material/download:")
 
 
-def exercise(page: str, ex: Exercise) -> None:
+def exercise(page: str, ex: Exercise, use_mine: UseMine | None = None) -> None:
     """One exercise: the task, the editor, Check (or the download), common bugs, the report, the reference."""
     code_key, report_key = _key(page, ex, "code"), _key(page, ex, "report")
     with st.expander(t("exercises.panel.heading", title=t(ex.text_key("title"))), icon=":material/edit_note:"):
@@ -150,14 +202,17 @@ def exercise(page: str, ex: Exercise) -> None:
             show_report(page, ex, report)
             if st.toggle(t("exercises.panel.show_reference"), key=_key(page, ex, "reference")):
                 st.code(reference_source(ex), language="python")
+            if use_mine is not None and ex.key in USE_MINE:
+                use_mine_section(page, ex, source, use_mine)
 
 
-def exercise_panel(page: str) -> None:
-    """Every exercise of ``page`` (none: nothing drawn)."""
+def exercise_panel(page: str, use_mine: UseMine | None = None) -> None:
+    """Every exercise of ``page`` (none: nothing drawn); ``use_mine``: the view the learner's function may
+    run in (the Attention page's sentence and answer on its model)."""
     exercises: Sequence[Exercise] = for_page(page)
     if not exercises:
         return
     st.subheader(t("exercises.title"))
     st.caption(t("exercises.panel.intro"))
     for ex in exercises:
-        exercise(page, ex)
+        exercise(page, ex, use_mine)

@@ -4,6 +4,9 @@ every case; and, where the operator's setting runs no visitor code, the download
 """
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -11,6 +14,10 @@ from explain.exercises import EXERCISES, for_page, reference_source
 from sandbox import runner
 from tests.app.apptest_helpers import clean, open_script, random_model_fixtures
 from ui.i18n import translate
+
+ROOT = Path(__file__).resolve().parents[2]
+GAP = re.compile(translate("exercises.panel.use_mine_gap", "en", gap="@").replace(".", r"\.").replace("(", r"\(")
+                 .replace(")", r"\)").replace("@", r"([0-9.e+-]+)"))
 
 checkpoint_dir, random_models = random_model_fixtures(("copy", 1), folder="exercise_checkpoints", d_model=32,
                                                       n_heads=2, n_layers=1, d_ff=64, max_len=40)
@@ -82,3 +89,34 @@ def test_hostile_code_gets_one_sentence_and_the_page_keeps_working(app, monkeypa
     assert translate("exercises.panel.summary", "en", passed=0, total=len(ex.cases())) in text
     assert "Traceback" not in text and "/work" not in text
     clean(at.run())  # the page still draws
+
+
+@needs_sandbox
+def test_use_mine_runs_the_learners_attention_in_the_shipped_model(app, monkeypatch):
+    """A reversed mask polarity, checked, then used in the model: other maps (a difference above 0); the
+    reference used in the model: the model's own answer and maps (a difference of 0)."""
+    from ui import models
+
+    monkeypatch.setenv("TP_LEARNER_CODE", "on")
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", ROOT / "assets" / "checkpoints")
+    ex = EXERCISES["attention"]
+    at = open_script(app, "app_pages/attention.py", {"lang": "en", "model": "copy"})
+
+    def use_mine() -> tuple[float, list[str]]:
+        clean(panel(at, ex.key, "en").button[0].click().run())  # Check
+        use = [b for b in panel(at, ex.key, "en").button if b.label == translate("exercises.panel.use_mine", "en")]
+        clean(use[0].click().run())
+        box = panel(at, ex.key, "en")
+        assert not box.error, [e.value for e in box.error]
+        gap = [float(m.group(1)) for c in box.caption for m in [GAP.search(str(c.value))] if m]
+        answers = [str(m.value).split("**")[1] for m in box.markdown if str(m.value).count("**") == 2]
+        assert len(gap) == 1 and len(answers) == 2
+        assert len([c for c in at.get("plotly_chart") if "use_mine" in c.proto.id]) == 2
+        return gap[0], answers
+
+    clean(panel(at, ex.key, "en").selectbox[0].set_value("mask_polarity").run())
+    gap, _ = use_mine()
+    assert gap > 0.01
+    clean(panel(at, ex.key, "en").text_area[0].set_value(reference_source(ex)).run())
+    gap, (ours, yours) = use_mine()
+    assert gap == 0 and ours == yours
