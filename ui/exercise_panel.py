@@ -33,6 +33,9 @@ from ui.url_state import markdown_literal
 from ui.widgets import plot
 
 MAX_SOURCE_CHARS = 20_000  # a function of the notes is a few hundred characters
+# The editors (keys "<page>.exercise_<key>_code") in a monospace font, so indentation reads as Python.
+EDITOR_STYLE = ("<style>[class*='-exercise_'][class*='_code'] textarea {font-family: ui-monospace, SFMono-Regular, "
+                "Menlo, Consolas, monospace; font-size: .85rem; tab-size: 4;}</style>")
 
 
 @dataclass(frozen=True)
@@ -214,5 +217,6 @@ def exercise_panel(page: str, use_mine: UseMine | None = None) -> None:
         return
     st.subheader(t("exercises.title"))
     st.caption(t("exercises.panel.intro"))
+    st.html(EDITOR_STYLE)
     for ex in exercises:
         exercise(page, ex, use_mine)
