@@ -125,9 +125,10 @@ def command(socket_fd: int) -> list[str]:
             "--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1",
             # nobody, without capabilities (even when the server runs as root)
             "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534",
-            "--clearenv", *env_args, *binds, "--proc", "/proc", "--dev", "/dev",
-            # nothing writable: an empty /tmp, /dev and / all read-only
-            "--tmpfs", "/tmp", "--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp",
+            # an empty /tmp first, so that the binds may land inside it (a clone and its venv under /tmp)
+            "--clearenv", *env_args, "--tmpfs", "/tmp", *binds, "--proc", "/proc", "--dev", "/dev",
+            # nothing writable: /tmp, /dev and / all read-only
+            "--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp",
             "--hostname", "sandbox",
             sys.executable, "-B", "-m", "sandbox.worker", str(socket_fd)]
 
