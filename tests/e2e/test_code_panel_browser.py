@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from explain.code import SNIPPETS, source_of
 from figures.style import HIGHLIGHT_COLOR
-from tests.e2e.test_phone_browser import OVERFLOW_JS, PHONE
+from tests.e2e.test_phone_browser import PHONE, overflow_once_settled
 from tests.e2e.widgets import EXCEPTION, MAIN, charts, widget
 from ui import models
 from ui.code_panel import MARK_COLOR
@@ -58,7 +58,7 @@ def test_select_scores_marks_its_line_and_frames_its_picture(page, wait_for_app,
 
     marked.scroll_into_view_if_needed()
     if phone:
-        width = p.evaluate(OVERFLOW_JS)
+        width = overflow_once_settled(p)
         assert width["page"] <= PHONE["width"] + 1 and width["sticking"] == [], width
         box = boxes.nth(0)
         assert box.evaluate("el => el.scrollWidth > el.clientWidth")  # long lines scroll inside the box

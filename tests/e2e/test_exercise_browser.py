@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from explain.exercises import EXERCISES
 from sandbox import runner
-from tests.e2e.test_phone_browser import OVERFLOW_JS, PHONE
+from tests.e2e.test_phone_browser import PHONE, overflow_once_settled
 from tests.e2e.widgets import EXCEPTION, MAIN, widget
 from ui import models
 from ui.i18n import translate
@@ -50,7 +50,7 @@ def test_a_reversed_mask_is_named_and_its_symptom_shown_in_the_model(page, wait_
                            exact=False)).to_be_visible()
     assert p.locator(EXCEPTION).count() == 0
     if phone:
-        width = p.evaluate(OVERFLOW_JS)
+        width = overflow_once_settled(p)
         assert width["page"] <= PHONE["width"] + 1 and width["sticking"] == [], width
     maps.last.scroll_into_view_if_needed()
     screenshot(p, f"exercise_attention_use_mine_{lang}{'_phone' if phone else ''}")

@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.test_phone_browser import OVERFLOW_JS, PHONE
+from tests.e2e.test_phone_browser import PHONE, overflow_once_settled
 from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, type_into, widget
 from ui import models
 from ui.i18n import translate
@@ -103,8 +103,7 @@ def test_output_in_chinese_on_a_phone(page, wait_for_app, screenshot, view):
     expect(p.get_by_text(translate(f"output_and_loss.section_about.{view}", "zh"))).to_be_visible()
     screenshot(p, f"output_{view}_zh")
     p.set_viewport_size(PHONE)
-    p.wait_for_timeout(800)  # charts redraw at the new width
-    overflow = p.evaluate(OVERFLOW_JS)
+    overflow = overflow_once_settled(p)
     assert overflow["page"] <= PHONE["width"] + 1 and not overflow["sticking"], overflow
     screenshot(p, f"output_{view}_zh_phone")
     assert p.locator(EXCEPTION).count() == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from ui.i18n import LANGS
 
@@ -46,6 +47,19 @@ OVERFLOW_JS = """() => {
 }"""
 
 
+def overflow_once_settled(page, timeout_ms: int = 15_000) -> dict:
+    """OVERFLOW_JS's measure once the layout has settled. After a run or a change of the window's size, Streamlit
+    resizes tables, canvases and charts from a ResizeObserver: for a moment (0.3 s here, seconds under a loaded CI)
+    they keep their old width. So this waits, polling, until the page fits, and measures again: a layout that stays
+    too wide still fails, with what sticks out."""
+    fits = f"() => {{ const w = ({OVERFLOW_JS})(); return w.page <= window.innerWidth + 1 && !w.sticking.length; }}"
+    try:
+        page.wait_for_function(fits, timeout=timeout_ms, polling=100)
+    except PlaywrightTimeoutError:
+        pass  # measured below, and reported by the caller's assertion
+    return page.evaluate(OVERFLOW_JS)
+
+
 def view_name(path: str) -> str:
     return re.sub(r"\W+", "_", path.strip("/")) or "home"
 
@@ -60,8 +74,7 @@ def test_every_view_fits_a_phone_and_names_its_controls_in_plain_text(page, serv
         p.goto(f"{server_url}{path}{'&' if '?' in path else '?'}lang={lang}")
         wait_for_app(p)
         p.locator('[data-testid="stMain"] h1').first.wait_for()
-        p.wait_for_timeout(800)  # charts draw after the run
-        width = p.evaluate(OVERFLOW_JS)
+        width = overflow_once_settled(p)
         if width["page"] > PHONE["width"] + 1 or width["sticking"]:
             problems.append((path, "too wide", width))
         names = p.evaluate("() => [...document.querySelectorAll('[aria-label]')].map(e => e.getAttribute('aria-label'))")
