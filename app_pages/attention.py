@@ -407,4 +407,4 @@ FORMULAS = (r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^{\top}}
 with page("attention", formulas=FORMULAS, formula_note=True, try_this="bottom",
           try_extra=translation_try) as checkpoint:
     shown = explorer(checkpoint) if checkpoint is not None else None
-    exercise_panel("attention", use_mine=None if shown is None else UseMine(st.session_state.get(MODEL_STATE_KEY), *shown))
+    exercise_panel("attention", use_mine=None if shown is None else UseMine.sentence(checkpoint, *shown))

@@ -18,7 +18,7 @@ from ui.scaffold import page
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
 from ui.widgets import batch_input, csv_download, plot, sentence_picker
-from ui.exercise_panel import exercise_panel
+from ui.exercise_panel import UseMine, exercise_panel
 
 COUNT_PADS = BoolParam("layer_norm_pads", default=True)
 SEED = IntParam("layer_norm_seed", default=SEEDS[0], lo=SEEDS[0], hi=SEEDS[-1])
@@ -225,4 +225,5 @@ with page("layer_norm", formulas=FORMULAS, try_this="top") as ckpt:
     gradients()
     st.markdown(t("layer_norm.grad.training"))
     link(stop("training"), t("layer_norm.grad.training_link"), icon=":material/model_training:")
-    exercise_panel("layer_norm")
+    exercise_panel("layer_norm", use_mine=UseMine.sentence(ckpt, sentences[index]) if ckpt is not None and sentences
+                   else None)

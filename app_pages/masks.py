@@ -19,7 +19,7 @@ from ui.scaffold import page
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
 from ui.widgets import batch_input, plot, sentence_picker
-from ui.exercise_panel import exercise_panel
+from ui.exercise_panel import UseMine, exercise_panel
 
 SECTIONS = ("matrices", "printout", "effect", "row")
 SECTION = ChoiceParam("masks_view", default="matrices", choices=SECTIONS)
@@ -206,7 +206,8 @@ with page("masks", formulas=FORMULAS, try_this="top") as ckpt:
                                 "masks")
         alphabet = getattr(tokenizer, "alphabet",
                            "")  # a word model has a vocabulary instead (batch_of reads its task's)
-        pair = pair_tokens(computed(batch_of, sentences, alphabet, task_name), index)
+        batch = computed(batch_of, sentences, alphabet, task_name)
+        pair = pair_tokens(batch, index)
         section = st.segmented_control(t("masks.section_label"), SECTIONS, required=True,
                                        format_func=lambda s: t(f"masks.{s}.heading"),
                                        key=bind(SECTION, key="masks.section"))
@@ -246,4 +247,4 @@ with page("masks", formulas=FORMULAS, try_this="top") as ckpt:
         st.subheader(t("masks.training.heading"))
         st.markdown(t("masks.training.body"))
         link(stop("training"), t("masks.training.link"), icon=":material/model_training:")
-    exercise_panel("masks")
+    exercise_panel("masks", use_mine=UseMine.batch(batch, index) if ckpt is not None and prepared.sentences else None)

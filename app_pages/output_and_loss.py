@@ -23,7 +23,7 @@ from ui.tour import st_page, stop
 from ui.url_state import (ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, current_query,
                           markdown_literal)
 from ui.widgets import char_limit, csv_download, plot, sentence_input, show_box_cut, show_notices
-from ui.exercise_panel import exercise_panel
+from ui.exercise_panel import UseMine, exercise_panel
 
 SECTIONS = ("logits", "seed", "loss", "smoothing")
 SECTION = ChoiceParam("output_and_loss_view", "logits", choices=SECTIONS)
@@ -288,13 +288,14 @@ def smoothing_view(view: OutputView) -> None:
 # ------------------------------------------------------------------ the page
 
 
-def output_page(ckpt) -> None:
+def output_page(ckpt) -> UseMine | None:
+    """The page's sections; returns its sentence and target, for "use mine" (None without them)."""
     source = sentence_input(ckpt, "output_and_loss")
     if source is None:
-        return
+        return None
     target = target_input(ckpt, source)
     if target is None:
-        return
+        return None
     view = computed(output_view, source, target, model=ckpt)
     forcing_note(view)
     section = st.segmented_control(t("output_and_loss.section_label"), SECTIONS, required=True,
@@ -314,9 +315,9 @@ def output_page(ckpt) -> None:
     with st.container(border=True):
         st.markdown(f"**{t('output_and_loss.try.heading')}**")
         st.markdown(t(f"output_and_loss.try.{section}"))
+    return UseMine.sentence(ckpt, source, target)
 
 
 with page("output_and_loss") as checkpoint:
-    if checkpoint is not None:
-        output_page(checkpoint)
-    exercise_panel("output_and_loss")
+    shown = output_page(checkpoint) if checkpoint is not None else None
+    exercise_panel("output_and_loss", use_mine=shown)

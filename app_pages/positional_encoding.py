@@ -18,7 +18,7 @@ from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind, clamp_state
 from ui.widgets import char_limit, plot, show_box_cut, show_notices
-from ui.exercise_panel import exercise_panel
+from ui.exercise_panel import UseMine, exercise_panel
 
 D_MODEL = IntParam("positional_encoding_d", default=64, lo=2, hi=256, step=2)  # sin/cos pairs: even sizes only
 POSITIONS = IntParam("positional_encoding_len", default=50, lo=2, hi=128)
@@ -122,6 +122,13 @@ def reshuffle() -> None:
 
 
 @fragment
+def blind_sentence(ckpt) -> UseMine | None:
+    """The order-blindness view's sentence (the one "use mine" runs), as that view reads it; None when empty."""
+    raw = st.session_state.get(SENTENCE_KEY) or sentence_example(ckpt, SENTENCE.default)
+    prepared = prepare_sentence(raw, ckpt.tokenizer, max_chars=char_limit(ckpt))
+    return UseMine.sentence(ckpt, prepared.sentences[0]) if prepared.sentences else None
+
+
 def order_blindness_view(ckpt) -> None:
     """A sentence and its shuffle through the encoder, positional encoding on or off: the three
     attention maps, the largest differences and what they mean. A fragment: the switch, the
@@ -220,4 +227,4 @@ with page("positional_encoding", formulas=FORMULAS, try_this="top", model=False)
         order_blindness_view(ckpt)
 
     rope(positions, d_model, base)
-    exercise_panel("positional_encoding")
+    exercise_panel("positional_encoding", use_mine=None if ckpt is None else blind_sentence(ckpt))

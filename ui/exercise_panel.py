@@ -19,15 +19,18 @@ import numpy as np
 import streamlit as st
 
 from explain.exercises import Exercise, LearnerOutput, Report, calls, check, for_page, offline_test, reference_source
-from explain.exercises.use_mine import ENTRY, attention_in_model
+from explain.attention import greedy_answer
+from explain.exercises.use_mine import ENTRY, FUNCTIONS as USE_MINE, LOSS, Ids, batch_ids, in_model, sentence_ids
 from explain.tokens import target_tokenizer
+from figures.labels import display_token
 from figures.heatmap import heatmap
 from figures.style import DIVERGING
+from figures.use_mine import loss_bars
 from sandbox import policy
 from sandbox.runner import Call, Result, run
 from ui.cache import computed
 from ui.i18n import current_lang, t
-from ui.models import get_model, shipped_models
+from ui.models import MODEL_STATE_KEY, get_model, shipped_models
 from ui.scaffold import PLOT_CONFIG
 from ui.url_state import markdown_literal
 from ui.widgets import plot
@@ -40,14 +43,35 @@ EDITOR_STYLE = ("<style>[class*='-exercise_'][class*='_code'] textarea {font-fam
 
 @dataclass(frozen=True)
 class UseMine:
-    """What the page shows, for "use mine": the selected model's name, its sentence and its answer."""
+    """What the page shows, for "use mine": the selected model's name and the batch it runs (token ids:
+    source, decoder input, labels; one row a sentence) with the row the page looks at."""
 
     model: str | None
-    source: str
-    target: str
+    src: Ids
+    tgt_in: Ids
+    labels: Ids
+    row: int = 0
+
+    @classmethod
+    def sentence(cls, ckpt, source: str, target: str | None = None) -> "UseMine":
+        """One sentence of the selected model and its target: ``target``, or the model's own greedy answer."""
+        if target is None:
+            target = computed(greedy_answer, source, model=ckpt)
+        return cls(st.session_state.get(MODEL_STATE_KEY), *sentence_ids(ckpt, source, target))
+
+    @classmethod
+    def batch(cls, batch, row: int) -> "UseMine":
+        """A padded batch (:class:`explain.tokens.SentenceBatch`) of the selected model, and the row picked."""
+        return cls(st.session_state.get(MODEL_STATE_KEY), *batch_ids(batch), row)
+
+    def call(self, function: str) -> Call:
+        arrays = (np.asarray(ids, dtype=np.int64) for ids in (self.src, self.tgt_in, self.labels))
+        return Call(function, (function, self.model, *arrays, self.row))
 
 
-USE_MINE = ("attention",)  # the exercises whose function the model can run in place of its own
+# which map "use mine" draws for a function (an index into in_model's answer), and its title's key
+MAP_SHOWN = {"look_ahead_mask": (1, "decoder")}
+DEFAULT_MAP = (0, "encoder")
 
 
 def _key(page: str, exercise: Exercise, part: str) -> str:
@@ -59,19 +83,30 @@ def code_may_run() -> bool:
     return policy.allowed(st.context.ip_address, st.context.headers)
 
 
-def learner_outputs(result: Result, n: int) -> list[LearnerOutput]:
+# what the sandbox itself reports (not Python's own errors): one translated sentence each
+SANDBOX_KINDS = ("unavailable", "timeout", "memory", "output_too_large", "no_function", "not_allowed", "crashed")
+
+
+def sandbox_message(kind: str, message: str, function: str) -> str:
+    """The sandbox's report in the visitor's language. Python's own message (an exception the code raised,
+    a syntax error, a result that cannot cross back) stays as Python wrote it, as the learner's own
+    terminal would show it."""
+    return t(f"exercises.sandbox.{kind}", function=function) if kind in SANDBOX_KINDS else message
+
+
+def learner_outputs(result: Result, n: int, function: str = "") -> list[LearnerOutput]:
     """The sandbox's answer as the check reads it: one output per call (a whole-run error for each)."""
     if result.error is not None:
         kind = result.error.kind if result.error.kind in ("timeout", "memory") else "exception"
-        return [LearnerOutput(None, result.error.message, kind)] * n
+        return [LearnerOutput(None, sandbox_message(result.error.kind, result.error.message, function), kind)] * n
     outputs = []
     for out in result.outputs[:n]:
         if out.ok:
             value = tuple(out.value) if isinstance(out.value, list) else out.value
             outputs.append(LearnerOutput(value))
         else:
-            outputs.append(LearnerOutput(None, out.message, out.kind if out.kind in ("timeout", "memory") else
-                                         "exception"))
+            outputs.append(LearnerOutput(None, sandbox_message(out.kind or "exception", out.message or "", function),
+                                         out.kind if out.kind in ("timeout", "memory") else "exception"))
     missing = n - len(outputs)
     return outputs + [LearnerOutput(None, t("exercises.panel.not_reached"), "exception")] * missing
 
@@ -80,7 +115,7 @@ def run_check(exercise: Exercise, source: str) -> Report:
     """The learner's ``source`` on every case, in the sandbox, checked against the reference here."""
     planned = calls(exercise)
     result = run(source, [Call(name, tuple(args), dict(kwargs)) for name, args, kwargs in planned])
-    return check(exercise, learner_outputs(result, len(planned)))
+    return check(exercise, learner_outputs(result, len(planned), exercise.function))
 
 
 def _load_bug(page: str, exercise: Exercise) -> None:
@@ -132,17 +167,21 @@ def show_report(page: str, exercise: Exercise, report: Report) -> None:
 
 
 def use_mine_section(page: str, ex: Exercise, source: str, where: UseMine) -> None:
-    """The learner's attention computing every attention of the selected shipped model (in the sandbox),
-    beside the model's own: the answer each gives and encoder layer 1, head 1."""
+    """The learner's function inside the selected shipped model (in the sandbox), beside the model's own:
+    the answer each gives and the attention map the function changes most visibly (the loss: per position)."""
     if where.model not in shipped_models():
         st.caption(t("exercises.panel.use_mine_shipped"))
         return
     result_key = _key(page, ex, "use_mine_result")
     if st.button(t("exercises.panel.use_mine"), key=_key(page, ex, "use_mine"), icon=":material/swap_horiz:",
-                 help=t("exercises.panel.use_mine_help")):
+                 help=t(f"exercises.panel.use_mine_does.{ex.function}")):
         with st.spinner(t("exercises.panel.running")):
-            result = run(source, [Call(ex.function, (where.model, where.source, where.target))], entry=ENTRY)
-        error = result.error.message if result.error else (None if result.outputs[0].ok else result.outputs[0].message)
+            result = run(source, [where.call(ex.function)], entry=ENTRY)
+        if result.error:
+            error = sandbox_message(result.error.kind, result.error.message, ex.function)
+        else:
+            out = result.outputs[0]
+            error = None if out.ok else sandbox_message(out.kind or "exception", out.message or "", ex.function)
         st.session_state[result_key] = (where, error, None if error else result.outputs[0].value)
     kept = st.session_state.get(result_key)
     if kept is None or kept[0] != where:  # nothing yet, or made for another sentence or model
@@ -151,18 +190,45 @@ def use_mine_section(page: str, ex: Exercise, source: str, where: UseMine) -> No
     if error:
         st.error(t("exercises.panel.use_mine_error", error=error), icon=":material/error:")
         return
-    ours = computed(attention_in_model, None, where.model, where.source, where.target)
+    ours = computed(in_model, None, ex.function, where.model, where.src, where.tgt_in, where.labels, where.row)
     tokenizer = target_tokenizer(get_model(where.model))
-    answers = [tokenizer.decode([int(i) for i in ids]) for ids in (ours[2], value[2])]
+    if ex.function == LOSS:
+        _loss_view(page, ex, where, tokenizer, ours, value)
+        return
+    index, stack = MAP_SHOWN.get(ex.function, DEFAULT_MAP)
+    answers = [tokenizer.decode([int(i) for i in ids]) for ids in (ours[3], value[3])]
     left, right = st.columns(2)
-    for column, name, answer, maps in ((left, "reference", answers[0], ours[0]), (right, "yours", answers[1], value[0])):
+    for column, name, answer, maps in ((left, "reference", answers[0], ours[index]),
+                                       (right, "yours", answers[1], value[index])):
         with column:
             st.markdown(t(f"exercises.panel.use_mine_{name}", answer=markdown_literal(answer, limit=80) if answer else "∅"))
-            fig = heatmap(np.asarray(maps[0, 0], dtype=float), title=t("exercises.panel.use_mine_map"), zmin=0, zmax=1)
+            fig = heatmap(np.asarray(maps[0, 0], dtype=float), title=t(f"exercises.panel.use_mine_map_{stack}"),
+                          zmin=0, zmax=1)
             plot(fig, key=_key(page, ex, f"use_mine_{name}"), config=PLOT_CONFIG)
-    gap = float(np.nanmax(np.abs(np.asarray(value[0], dtype=float) - ours[0]))) if value[0].shape == ours[0].shape \
+    mine = np.asarray(value[index], dtype=float)
+    gap = float(np.nanmax(np.abs(mine - ours[index]))) if mine.shape == ours[index].shape and np.isfinite(mine).any() \
         else float("nan")
-    st.caption(t("exercises.panel.use_mine_gap", gap=f"{gap:.3g}"))
+    st.caption(t(f"exercises.panel.use_mine_gap_{stack}", gap=f"{gap:.3g}"))
+
+
+def _loss_view(page: str, ex: Exercise, where: UseMine, tokenizer, ours, value) -> None:
+    """The learner's loss beside the reference, position by position, on the model's own logits."""
+    labels = [int(i) for i in where.labels[where.row]]
+    tokens = [tokenizer.decode([i], skip_special=False) for i in labels]
+    yours = np.asarray(value[0], dtype=float)
+    if yours.shape != ours[0].shape:
+        st.error(t("exercises.panel.use_mine_error", error=t("exercises.sandbox.shape")), icon=":material/error:")
+        return
+    st.markdown(t("exercises.panel.use_mine_loss_total", ours=f"{float(np.ravel(ours[1])[0]):.4f}",
+                  yours=f"{float(np.ravel(value[1])[0]):.4f}"))
+    fig = loss_bars(tokens, ours[0], yours, names=(t("exercises.panel.use_mine_loss_ours"),
+                                                   t("exercises.panel.use_mine_loss_yours")),
+                    title=t("exercises.panel.use_mine_loss_title"), x_title=t("exercises.panel.use_mine_loss_x"),
+                    y_title=t("exercises.panel.use_mine_loss_y"))
+    plot(fig, key=_key(page, ex, "use_mine_loss"), config=PLOT_CONFIG)
+    both = np.isfinite(ours[0]) & np.isfinite(yours)
+    gap = float(np.max(np.abs(yours[both] - ours[0][both]))) if both.any() else float("nan")
+    st.caption(t("exercises.panel.use_mine_gap_loss", gap=f"{gap:.3g}"))
 
 
 def offline(page: str, exercise: Exercise, source: str) -> None:
@@ -205,7 +271,7 @@ def exercise(page: str, ex: Exercise, use_mine: UseMine | None = None) -> None:
             show_report(page, ex, report)
             if st.toggle(t("exercises.panel.show_reference"), key=_key(page, ex, "reference")):
                 st.code(reference_source(ex), language="python")
-            if use_mine is not None and ex.key in USE_MINE:
+            if use_mine is not None and ex.function in USE_MINE:
                 use_mine_section(page, ex, source, use_mine)
 
 
