@@ -97,7 +97,7 @@ def encode(value) -> bytes:
     parts = [struct.pack("<Q", len(header)), header]
     for array in arrays:
         buffer = io.BytesIO()
-        np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+        np.save(buffer, np.ascontiguousarray(array).reshape(array.shape), allow_pickle=False)  # 0-d stays 0-d
         parts += [struct.pack("<Q", buffer.tell()), buffer.getvalue()]
     return b"".join(parts)
 

@@ -18,7 +18,8 @@ from typing import Sequence
 import numpy as np
 import streamlit as st
 
-from explain.exercises import Exercise, LearnerOutput, Report, calls, check, for_page, offline_test, reference_source
+from explain.exercises import (Exercise, LearnerOutput, Report, calls, check, for_page, offline_test, reference_source,
+                               to_numpy)
 from explain.attention import greedy_answer
 from explain.exercises.use_mine import ENTRY, FUNCTIONS as USE_MINE, LOSS, Ids, batch_ids, in_model, sentence_ids
 from explain.tokens import target_tokenizer
@@ -101,9 +102,8 @@ def learner_outputs(result: Result, n: int, function: str = "") -> list[LearnerO
         return [LearnerOutput(None, sandbox_message(result.error.kind, result.error.message, function), kind)] * n
     outputs = []
     for out in result.outputs[:n]:
-        if out.ok:
-            value = tuple(out.value) if isinstance(out.value, list) else out.value
-            outputs.append(LearnerOutput(value))
+        if out.ok:  # a number, a list of them: as the in-process check reads a result (core.to_numpy)
+            outputs.append(LearnerOutput(to_numpy(out.value)))
         else:
             outputs.append(LearnerOutput(None, sandbox_message(out.kind or "exception", out.message or "", function),
                                          out.kind if out.kind in ("timeout", "memory") else "exception"))

@@ -141,3 +141,22 @@ def test_use_mine_runs_the_learners_function_in_the_shipped_model(app, monkeypat
     gap, shown = use_mine()
     assert gap < 1e-4, gap
     assert shown[-2] == shown[-1]  # the answers (the model's, with yours inside), or the mean losses
+
+
+@needs_sandbox
+def test_what_the_sandbox_reports_is_said_in_the_visitors_language(app, monkeypatch):
+    """An endless loop, a function under another name, a forbidden call: the sandbox's own report in 中文
+    (Python's own error messages stay as Python writes them)."""
+    monkeypatch.setenv("TP_LEARNER_CODE", "on")
+    ex = EXERCISES["look_ahead_mask"]
+    at = open_script(app, "app_pages/masks.py", {"lang": "zh"}, home_first=True)
+    for source, kind in (("def look_ahead_mask(size):\n    while True:\n        pass\n", None),
+                         ("def mask(size):\n    return None\n", "no_function"),
+                         ("import os\ndef look_ahead_mask(size):\n    os.fork()\n", "not_allowed")):
+        clean(panel(at, ex.key, "zh").text_area[0].set_value(source).run())
+        clean(panel(at, ex.key, "zh").button[0].click().run())
+        page_text = " ".join(str(e.value) for e in [*at.success, *at.warning, *at.markdown, *at.error]) + \
+            " ".join(e.proto.body for e in at.get("html"))
+        if kind is not None:
+            assert translate(f"exercises.sandbox.{kind}", "zh", function=ex.function) in page_text, kind
+        assert "the code" not in page_text and "system call" not in page_text  # the sandbox's English

@@ -6,6 +6,7 @@ which is what this test's browser is. Screenshots in test-artifacts/."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from explain.exercises import EXERCISES
@@ -54,3 +55,48 @@ def test_a_reversed_mask_is_named_and_its_symptom_shown_in_the_model(page, wait_
         assert width["page"] <= PHONE["width"] + 1 and width["sticking"] == [], width
     maps.last.scroll_into_view_if_needed()
     screenshot(p, f"exercise_attention_use_mine_{lang}{'_phone' if phone else ''}")
+
+
+@pytest.mark.parametrize(("url", "page_key", "key", "bug", "charts"), [
+    ("/output-and-loss?model=copy&lang=zh", "output_and_loss", "label_smoothing", "softmax_axis", 1),  # a scalar: no diff map
+    ("/masks?model=copy&lang=zh", "masks", "look_ahead_mask", "polarity", 3),
+])
+def test_use_mine_on_a_phone_in_chinese(page, wait_for_app, screenshot, url, page_key, key, bug, charts):
+    """A planted mistake loaded from the list, checked and used in the model on a 390-px screen in 中文: the
+    loss position by position, or the decoder's map beside the model's; nothing wider than the screen."""
+    ex = EXERCISES[key]
+    p = page(url, locale="zh-CN")
+    p.set_viewport_size(PHONE)
+    title = translate("exercises.panel.heading", "zh", title=translate(f"exercises.{ex.key}.title", "zh"))
+    box = p.locator(f'{MAIN} [data-testid="stExpander"]').filter(has_text=title)
+    wait_for_app(p)
+    box.locator("summary").click()
+    picker = widget(p, f"{page_key}.exercise_{ex.key}_bug").locator("input")
+    option = p.get_by_role("option", name=translate(f"exercises.{ex.key}.bug_name.{bug}", "zh"), exact=True)
+    for _ in range(3):  # a click that scrolled the page first may only focus the box
+        picker.scroll_into_view_if_needed()
+        picker.click()
+        try:
+            option.wait_for(state="visible", timeout=5_000)
+            break
+        except PlaywrightTimeoutError:
+            p.keyboard.press("Escape")
+    option.click()
+    # the mistake is in the editor before Check (a click during the run that loads it would send the old text)
+    expect(widget(p, f"{page_key}.exercise_{ex.key}_code").locator("textarea")).to_have_value(ex.bug(bug).source)
+    wait_for_app(p)
+    widget(p, f"{page_key}.exercise_{ex.key}_check").get_by_role("button").click()
+    wait_for_app(p)
+    expect(box.locator(".tp-cases")).to_have_count(1, timeout=60_000)
+    hint = translate(f"exercises.{ex.key}.bug.{bug}", "zh").split("`")[0].strip()  # the hint that names it
+    screenshot(p, "PROBE")
+    expect(box.get_by_text(hint, exact=False).first).to_be_visible()
+    widget(p, f"{page_key}.exercise_{ex.key}_use_mine").get_by_role("button").click()
+    wait_for_app(p)
+    maps = box.locator(".js-plotly-plot")
+    expect(maps).to_have_count(charts, timeout=60_000)  # the check's difference heatmap (a matrix), and use mine's
+    assert p.locator(EXCEPTION).count() == 0
+    width = overflow_once_settled(p)
+    assert width["page"] <= PHONE["width"] + 1 and width["sticking"] == [], width
+    maps.last.scroll_into_view_if_needed()
+    screenshot(p, f"exercise_{ex.key}_use_mine_zh_phone")

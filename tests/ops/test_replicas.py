@@ -157,3 +157,11 @@ def test_a_reconnection_to_the_other_replica_loses_the_session(cluster):
         assert session.replicas_seen[-1] == ("websocket again", session.cookie)
     finally:
         session.close()
+
+
+def test_no_live_replica_was_taken_out_by_the_proxy(cluster):
+    """Every replica stayed in service through the whole module (forty sessions, training, uploads): the
+    proxy's health check waits for a busy replica instead of declaring it down and sending its sessions to
+    a replica that does not have them (``deploy/haproxy.cfg``: ``timeout check``, ``fall``)."""
+    log = (ARTIFACTS / "replicas" / "haproxy.log").read_text(errors="replace")
+    assert " is DOWN" not in log, [line for line in log.splitlines() if " is DOWN" in line]

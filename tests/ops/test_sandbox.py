@@ -377,3 +377,25 @@ def test_four_runs_at_once_all_answer_correctly():
 def test_the_server_still_serves_after_all_of_that():
     result, output = one("def f(x):\n    return x + 1\n", X)
     assert result.ok and np.array_equal(output.value, X + 1)
+
+
+# ---------------------------------------------------------------- the exercises' planted mistakes, end to end
+
+def _planted():
+    from explain.exercises import EXERCISES
+    return [(ex.key, bug.key) for ex in EXERCISES.values() for bug in ex.bugs]
+
+
+@pytest.mark.parametrize(("key", "bug"), _planted())
+def test_every_planted_mistake_run_in_the_sandbox_is_named_by_its_hint(key, bug):
+    """What a learner gets who makes a classic mistake: the same hint as the in-process check promises
+    (the answers crossed the sandbox's frames: shapes, dtypes and 0-d scalars intact)."""
+    from explain.exercises import EXERCISES, calls, check
+    from ui.exercise_panel import learner_outputs
+
+    ex = EXERCISES[key]
+    planned = calls(ex)
+    result = run(ex.bug(bug).source, [Call(name, tuple(args), dict(kwargs)) for name, args, kwargs in planned])
+    report = check(ex, learner_outputs(result, len(planned), ex.function))
+    assert report.hint.key == f"exercises.{key}.bug.{bug}", (report.hint, result.error)
+    assert not report.passed
