@@ -226,6 +226,7 @@ class Session:
         self.run_stats: tuple[str, int] | None = None  # training page's debug line (state, step)
         self.run_stats_line = ""
         self.threads_alive: int | None = None  # training page's debug line
+        self.alerts: list[str] = []  # the bodies of the st.success / warning / error boxes drawn, in order
         self.running = False
         self._finished: int | None = None
         self._seen_ids: set[str] = set()
@@ -362,6 +363,8 @@ class Session:
         if etype == "exception":
             exc = element.exception
             self._error(f"exception on {self.current_path!r}: {exc.type}: {exc.message}"[:400])
+        elif etype == "alert":
+            self.alerts.append(element.alert.body)
         elif etype == "page_link":
             link = element.page_link
             self.links.append((link.page_script_hash, link.query_string, link.label))
@@ -464,6 +467,15 @@ class Session:
         state = another_value(widget, self.states.get(widget.id), self.rng)
         return self.rerun("click" if state.WhichOneof("value") == "trigger_value" else "widget", extra=state,
                           fragment_id=widget.fragment_id, wait=wait)
+
+    def set_text(self, key: str, text: str) -> float:
+        """Type ``text`` into the text box ``key`` and commit it (Ctrl+Enter or leaving the box) and rerun."""
+        widget = self.widgets.get(key)
+        if widget is None:
+            raise SessionError(f"no widget {key!r} on {self.current_path!r}")
+        state = WidgetState(id=widget.id)
+        state.string_value = text
+        return self.rerun("widget", extra=state, fragment_id=widget.fragment_id)
 
     def click(self, key: str, *, wait: bool = True) -> float:
         """Press button ``key`` (``wait=False``: send the press and return at once)."""
