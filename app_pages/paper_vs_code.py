@@ -10,6 +10,7 @@ from explain.paper_vs_code import (DEMO_HEADS, DEMO_KEYS, DEMO_PADS, LAYER_D, RO
                                    maps_side_by_side, mask_polarity_demo, masked_row_demo, model_facts,
                                    other_token_shares, shared_layer_demo, smoothing_targets)
 from ui.cache import computed
+from ui.exercise_panel import exercise_panel
 from ui.i18n import t
 from ui.nav import link
 from ui.page_errors import fragment
@@ -177,3 +178,4 @@ def rows(facts: ModelFacts | None) -> None:
 
 with page("paper_vs_code") as ckpt:
     rows(computed(model_facts, model=ckpt) if ckpt is not None else None)
+    exercise_panel("paper_vs_code")

@@ -126,6 +126,8 @@ EN_ZH_BATCH, EN_ZH_SHORTER = "\n".join(EN_ZH), f"{EN_ZH[0]}\n{EN_ZH[2]}"
 EN_ZH_FIRST, EN_ZH_THIRD = f"1: {EN_ZH[0]}", f"3: {EN_ZH[2]}"
 MASK_SWITCHES, MASKS_FIRST = "Masks on (click to switch one off or on)", "The masks of this sentence"
 MASKS_EFFECT = (choose("Show", "What the masks do to the model's attention"),)
+MASKS_COPY = "/masks?lang=en&model=copy"
+LOOK_AHEAD_EXERCISE = (expander("Write it yourself · Look-ahead mask"), select("Load a common mistake", "polarity reversed"))
 MASKS_ROW = (choose("Show", "One row, step by step"),)
 HEAD_VIEW, INSIDE = (choose("Explore", "Head view"),), (choose("Explore", "Inside one head"),)
 # The code panel (#30) under the one-head view: its expander, and its intermediates (options "scores (1, 4, 9, 9)")
@@ -153,6 +155,10 @@ ROWS: list[Row] = [
     flip(switch("Padding mask"), MASKS, "masks:effect-padding", MASKS_EFFECT),
     pick("Attention", "decoder self-attention", "encoder self-attention", MASKS, "masks:row-kind", MASKS_ROW),
     arrows("Query position", MASKS, "masks:row-query", MASKS_ROW),
+    # the exercises: each Check and each Use mine runs the learner's code in the sandbox (TP_LEARNER_CODE=local:
+    # this benchmark's browser is on the server's machine), on the copy model; the code is a planted mistake
+    flip(button("Check"), MASKS_COPY, "masks:exercise-check", LOOK_AHEAD_EXERCISE),
+    flip(button("Use mine in the model"), MASKS_COPY, "masks:exercise-use-mine", (*LOOK_AHEAD_EXERCISE, button("Check"))),
     Row("nav:masks-attention", MASKS, nav("Attention"), nav("Masks")),
     Row("attention:sentence", ATT, text("Sentence", "the cat sat"), text("Sentence", "hello world")),
     Row("attention:model", ATT, select("Model", "reverse (pretrained)"), select("Model", "copy (pretrained)")),

@@ -260,6 +260,9 @@ def available() -> bool:
     return done.returncode == 0
 
 
+MOTHER_STARTING = threading.Event()  # set once a prestart was asked for (the server's first exercise page)
+
+
 def prestart() -> None:
     """Start the warm worker now (e.g. when a page with an exercise opens and ``policy.allowed`` said yes)."""
     if available():

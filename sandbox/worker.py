@@ -48,6 +48,7 @@ MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # what a run may send back (arrays includ
 MAX_PRINTED_CHARS = 4096  # what the learner's print()s keep; the rest is counted and dropped
 CPU_SECONDS = 5  # RLIMIT_CPU of the child (the torch import happened in the parent and does not count)
 MEMORY_BYTES = 1024 * 1024 * 1024  # RLIMIT_AS headroom above what the forked child already maps (torch: ~0.6 GB)
+NICENESS = 5  # a learner's check yields the CPU to the class's page reruns (about a quarter share against them)
 FILE_BYTES = 0  # RLIMIT_FSIZE: no file content at all (and the whole sandbox is mounted read-only)
 OPEN_FILES = 64  # RLIMIT_NOFILE
 SOURCE_NAME = "<exercise>"  # the filename the learner's code is compiled under (tracebacks point at its lines)
@@ -254,6 +255,7 @@ def limit_resources() -> None:
 
     mapped = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
     highest_fd = max((int(name) for name in os.listdir("/proc/self/fd")), default=2)
+    os.nice(NICENESS)  # before the limits and the filter: the learner cannot undo it (raising priority needs a capability)
     resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS + 1))  # SIGXCPU, then SIGKILL a second later
     for limit, value in (
             (resource.RLIMIT_AS, mapped + MEMORY_BYTES),

@@ -12,6 +12,7 @@ is switched.
 from __future__ import annotations
 
 import html
+import threading
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -28,6 +29,7 @@ from figures.heatmap import heatmap
 from figures.style import DIVERGING
 from figures.use_mine import loss_bars
 from sandbox import policy
+from sandbox import runner
 from sandbox.runner import Call, Result, run
 from ui.cache import computed
 from ui.i18n import current_lang, t
@@ -114,7 +116,8 @@ def learner_outputs(result: Result, n: int, function: str = "") -> list[LearnerO
 def run_check(exercise: Exercise, source: str) -> Report:
     """The learner's ``source`` on every case, in the sandbox, checked against the reference here."""
     planned = calls(exercise)
-    result = run(source, [Call(name, tuple(args), dict(kwargs)) for name, args, kwargs in planned])
+    result = run(source, [Call(name, tuple(args), dict(kwargs)) for name, args, kwargs in planned],
+                 entry=exercise.probe)  # a probe (trusted) turns modules into arrays inside the sandbox
     return check(exercise, learner_outputs(result, len(planned), exercise.function))
 
 
@@ -275,12 +278,22 @@ def exercise(page: str, ex: Exercise, use_mine: UseMine | None = None) -> None:
                 use_mine_section(page, ex, source, use_mine)
 
 
+def _warm_the_sandbox() -> None:
+    """Start the sandbox's waiting process (bubblewrap, torch imported: 2-3 s) in the background the first
+    time a visitor who may run code sees an exercise, so that their first Check pays only a fork."""
+    if not runner.MOTHER_STARTING.is_set():
+        runner.MOTHER_STARTING.set()
+        threading.Thread(target=runner.prestart, name="tp-sandbox-prestart", daemon=True).start()
+
+
 def exercise_panel(page: str, use_mine: UseMine | None = None) -> None:
     """Every exercise of ``page`` (none: nothing drawn); ``use_mine``: the view the learner's function may
     run in (the Attention page's sentence and answer on its model)."""
     exercises: Sequence[Exercise] = for_page(page)
     if not exercises:
         return
+    if code_may_run():
+        _warm_the_sandbox()
     st.subheader(t("exercises.title"))
     st.caption(t("exercises.panel.intro"))
     st.html(EDITOR_STYLE)

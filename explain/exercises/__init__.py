@@ -13,6 +13,7 @@ from explain.exercises.core import (
 )
 from explain.exercises.feed_forward import FEED_FORWARD
 from explain.exercises.layer_norm import LAYER_NORM
+from explain.exercises.layers import CLONES
 from explain.exercises.loss import LABEL_SMOOTHING, SHIFT_TARGETS
 from explain.exercises.masks import LOOK_AHEAD_MASK, PADDING_MASK
 from explain.exercises.offline import offline_test
@@ -21,7 +22,7 @@ from explain.exercises.schedule import NOAM
 
 EXERCISES: dict[str, Exercise] = {e.key: e for e in (
     ATTENTION, SPLIT_HEADS, MERGE_HEADS, LOOK_AHEAD_MASK, PADDING_MASK, POSITIONAL_ENCODING, LAYER_NORM,
-    FEED_FORWARD, SHIFT_TARGETS, LABEL_SMOOTHING, NOAM, MODIFIED_PRECISION, BREVITY_PENALTY,
+    FEED_FORWARD, SHIFT_TARGETS, LABEL_SMOOTHING, NOAM, MODIFIED_PRECISION, BREVITY_PENALTY, CLONES,
 )}
 
 

@@ -35,7 +35,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = "exercises"  # the i18n namespace of every text here
 PAGES = ("attention", "masks", "positional_encoding", "layer_norm", "feed_forward", "output_and_loss",
-         "training", "bleu")
+         "training", "bleu", "paper_vs_code")
 MAX_ERROR_CHARS = 300  # an error message shown to the learner is cut here
 
 
@@ -124,7 +124,10 @@ class Exercise:
     ``explain.exercises.reference.layer_norm``). ``outputs``: the names of what it returns (a
     function returning several values returns a tuple in this order; extra values are ignored).
     ``starter_template``: the starter's code, where a line ``#> name`` becomes the catalog's text
-    exercises.<key>.starter.<name>, commented, at that line's indentation.
+    exercises.<key>.starter.<name>, commented, at that line's indentation. ``probe``: for a function whose
+    answer is not an array (``clones`` returns modules), a trusted ``"module:function"`` called as
+    ``probe(learner_function, *args)`` wherever the function is checked (here, in the sandbox as its
+    ``entry``, in the offline test file), which turns the answer into arrays.
     """
 
     key: str
@@ -137,6 +140,7 @@ class Exercise:
     bugs: tuple[Bug, ...] = ()
     atol: float = 1e-5
     rtol: float = 1e-4
+    probe: str | None = None
 
     def cases(self) -> list[Case]:
         """The calls the check makes, built once (seeded: the same inputs every time)."""
@@ -226,6 +230,20 @@ def reference_source(exercise: Exercise) -> str:
     return f"{source.imports}\n\n\n{source.text}\n"
 
 
+def probe_function(exercise: Exercise) -> Callable | None:
+    """The exercise's trusted probe (see :class:`Exercise`), or None."""
+    if exercise.probe is None:
+        return None
+    import importlib
+    module, _, name = exercise.probe.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _probed(exercise: Exercise, function: Callable) -> Callable:
+    probe = probe_function(exercise)
+    return function if probe is None else functools.partial(probe, function)
+
+
 def _call(function: Callable, case: Case) -> LearnerOutput:
     args, kwargs = case.args_torch()
     try:
@@ -242,13 +260,13 @@ def run_trusted(source: str, exercise: Exercise) -> list[LearnerOutput]:
     with PARSE_LOCK:  # CPython 3.11's compiler is not safe for two threads at once (explain.code.source_of)
         code = compile(source, f"<{exercise.key}>", "exec")
     exec(code, namespace)  # noqa: S102 - trusted source
-    return [_call(namespace[exercise.function], case) for case in exercise.cases()]
+    return [_call(_probed(exercise, namespace[exercise.function]), case) for case in exercise.cases()]
 
 
 @functools.cache
 def expected(exercise: Exercise) -> tuple[tuple[np.ndarray, ...], ...]:
     """The reference's outputs per case (only the named outputs)."""
-    function = reference_function(exercise)
+    function = _probed(exercise, reference_function(exercise))
     out = []
     for case in exercise.cases():
         value = _call(function, case)

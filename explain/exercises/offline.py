@@ -7,12 +7,14 @@ check. Run: ``pip install torch numpy pytest`` then ``pytest test_<function>.py`
 """
 from __future__ import annotations
 
+import inspect
 import json
+import textwrap
 from typing import Any
 
 import numpy as np
 
-from explain.exercises.core import Exercise, catalog_text, expected
+from explain.exercises.core import Exercise, catalog_text, expected, probe_function
 
 
 def _encode(value: Any) -> Any:
@@ -57,7 +59,7 @@ def _plain(value):
 def test_{function}(case):
     args = [_decode(a) for a in case["args"]]
     kwargs = {{name: _decode(v) for name, v in case["kwargs"].items()}}
-    got = {function}(*args, **kwargs)
+    got = ({call})(*args, **kwargs)
     got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
     assert len(got) >= len(OUTPUTS), f"{{case['label']}}: returns {{len(got)}} value(s), expected {{len(OUTPUTS)}}"
     for name, want, value in zip(OUTPUTS, case["expected"], got):
@@ -76,8 +78,11 @@ def offline_test(exercise: Exercise, source: str, lang: str) -> str:
               "args": [_encode(a) for a in case.args], "kwargs": {k: _encode(v) for k, v in case.kwargs},
               "expected": [_encode(np.asarray(w)) for w in want]}
              for case, want in zip(exercise.cases(), expected(exercise))]
+    probe = probe_function(exercise)  # how the check reads a non-array answer: its source goes in the file
     header = "# " + catalog_text("exercises.panel.offline_header", lang, function=exercise.function).replace(
         "\n", "\n# ") + "\n\n"
     return header + source.rstrip() + "\n" + HARNESS.format(
         checks=catalog_text("exercises.panel.offline_checks", lang), outputs=tuple(exercise.outputs),
-        rtol=exercise.rtol, atol=exercise.atol, cases=json.dumps(cases), function=exercise.function)
+        rtol=exercise.rtol, atol=exercise.atol, cases=json.dumps(cases), function=exercise.function,
+        call=exercise.function if probe is None else f"lambda *a, **k: {probe.__name__}({exercise.function}, *a, **k)"
+    ) + ("" if probe is None else "\n\nfrom torch import nn  # noqa: E402\n\n\n" + textwrap.dedent(inspect.getsource(probe)))

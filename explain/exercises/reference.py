@@ -3,10 +3,12 @@
 the model's own code computes; the tests hold them to it (``tests/unit/test_exercises.py``)."""
 from __future__ import annotations
 
+import copy
 import math
 from collections import Counter
 
 import torch
+from torch import nn
 from torch.nn import functional as F
 
 
@@ -58,3 +60,9 @@ def brevity_penalty(c: int, r: int) -> float:
     if c >= r:
         return 1.0
     return math.exp(1 - r / c) if c else 0.0
+
+
+def clones(module: nn.Module, n: int) -> nn.ModuleList:
+    """N separate layers of the same shape: a deep copy each, so each has its own parameters (the paper's
+    "identical layers" that "use different parameters from layer to layer")."""
+    return nn.ModuleList(copy.deepcopy(module) for _ in range(n))

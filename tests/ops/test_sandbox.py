@@ -27,15 +27,22 @@ X = np.arange(6, dtype=np.float32).reshape(2, 3)
 
 
 def worker_processes() -> set[int]:
-    """Pids of every process on this machine that runs ``sandbox.worker`` (bubblewrap's and the ones inside)."""
-    found = set()
+    """Pids of the processes below this test process that run ``sandbox.worker`` (bubblewrap's and the ones inside).
+    Only this process's: another pytest worker (xdist) may hold a sandbox of its own, started by its own tests."""
+    commands, children = {}, {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
+            commands[int(pid)] = Path(f"/proc/{pid}/cmdline").read_bytes()
+            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
             continue
-        if b"sandbox.worker" in command:
-            found.add(int(pid))
+        children.setdefault(parent, []).append(int(pid))
+    found, todo = set(), [os.getpid()]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            todo.append(child)
+            if b"sandbox.worker" in commands.get(child, b""):
+                found.add(child)
     return found
 
 
@@ -390,12 +397,23 @@ def _planted():
 def test_every_planted_mistake_run_in_the_sandbox_is_named_by_its_hint(key, bug):
     """What a learner gets who makes a classic mistake: the same hint as the in-process check promises
     (the answers crossed the sandbox's frames: shapes, dtypes and 0-d scalars intact)."""
-    from explain.exercises import EXERCISES, calls, check
-    from ui.exercise_panel import learner_outputs
+    from explain.exercises import EXERCISES
+    from ui.exercise_panel import run_check
 
     ex = EXERCISES[key]
-    planned = calls(ex)
-    result = run(ex.bug(bug).source, [Call(name, tuple(args), dict(kwargs)) for name, args, kwargs in planned])
-    report = check(ex, learner_outputs(result, len(planned), ex.function))
-    assert report.hint.key == f"exercises.{key}.bug.{bug}", (report.hint, result.error)
+    report = run_check(ex, ex.bug(bug).source)  # the panel's own path: the sandbox, its probe, the check
+    assert report.hint.key == f"exercises.{key}.bug.{bug}", (report.hint, [c.hint for c in report.cases])
     assert not report.passed
+
+
+def test_the_code_runs_below_the_servers_priority_and_cannot_raise_it():
+    """A check yields the CPU to the class's page reruns (niceness +5 over the server's), and cannot undo that."""
+    source = ("import os\n"
+              "def f(x):\n    before = os.getpriority(os.PRIO_PROCESS, 0)\n"
+              "    try:\n        os.nice(-1)\n        raised = 'raised'\n    except OSError as e:\n"
+              "        raised = type(e).__name__\n"
+              "    return before, raised, os.getpriority(os.PRIO_PROCESS, 0)\n")
+    result, output = one(source, X)
+    before, raised, after = output.value
+    assert before >= os.getpriority(os.PRIO_PROCESS, 0) + 5, result
+    assert raised == "PermissionError" and after == before
