@@ -319,5 +319,5 @@ def output_page(ckpt) -> UseMine | None:
 
 
 with page("output_and_loss") as checkpoint:
-    shown = output_page(checkpoint) if checkpoint is not None else None
-    exercise_panel("output_and_loss", use_mine=shown)
+    mine_runs_on = output_page(checkpoint) if checkpoint is not None else None  # (`shown` is this page's helper)
+    exercise_panel("output_and_loss", use_mine=mine_runs_on)

@@ -8,6 +8,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from explain.exercises import for_page
+
 from explain.paper_vs_code import ROW_KEYS
 from tests.e2e.widgets import EXCEPTION, MAIN, query, widget
 from ui import models
@@ -25,7 +27,7 @@ def opened(p) -> list[str]:
 def test_a_link_opens_its_row_and_a_pick_opens_another(page, wait_for_app, screenshot, lang):
     p = page(f"/paper-vs-code?lang={lang}&paper_vs_code_row=neg_inf")
     expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("paper_vs_code.title", lang))
-    expect(p.locator(f'{MAIN} [data-testid="stExpander"]')).to_have_count(len(ROW_KEYS))
+    expect(p.locator(f'{MAIN} [data-testid="stExpander"]')).to_have_count(len(ROW_KEYS) + len(for_page("paper_vs_code")))
     assert opened(p) == ["neg_inf"]
     screenshot(p, f"paper_vs_code_neg_inf_{lang}")
 
