@@ -21,6 +21,8 @@ QUICK: dict[str, list[str]] = {  # script -> the arguments of a smoke run (secon
     "decode_cache.py": ["--quick"],
     "felt_latency.py": ["--only", "home:language", "--flips", "1"],
     "forward.py": ["--calls", "20"],  # 20 blocks of calls // 20
+    "learners.py": ["--learners", "1", "--browsers", "1", "--checks", "1", "--think", "0.1", "0.2",
+                    "--browse-think", "0.1", "0.2", "--ramp", "0.5", "--timeout", "300"],
     "load.py": ["--sessions", "2", "--rounds", "1", "--think", "0.1", "0.3", "--ramp", "0.5", "--trainers", "1",
                 "--train-steps", "5", "--timeout", "300"],
     "replicas.py": ["--sessions", "4", "--uploaders", "1", "--trainers", "1", "--train-steps", "5", "--think",
