@@ -20,7 +20,8 @@ def loss_bars(tokens: Sequence[str], ours: np.ndarray, yours: np.ndarray, *, nam
     bars = [go.Bar(x=x, y=np.asarray(values, float), name=html.escape(name), marker_color=colour,
                    hovertemplate="%{x}: %{y:.4g}<extra>" + html.escape(name) + "</extra>")
             for name, values, colour in zip(names, (ours, yours), (PALETTE[0], PALETTE[3]))]
-    fig = figure(*bars, title=html.escape(title), barmode="group", height=320, legend=dict(orientation="h", y=1.22))
+    fig = figure(*bars, title=html.escape(title), barmode="group", height=320,  # legend top right: the axis title is left
+                 legend=dict(orientation="h", y=1.22, x=1, xanchor="right"))
     fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
     fig.update_xaxes(title=x_title, type="category")
     fig.update_yaxes(title=y_title)

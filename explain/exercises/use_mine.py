@@ -112,10 +112,14 @@ def _loss(function: Callable | None, logits: torch.Tensor, labels: torch.Tensor,
             raise TypeError(f"{LOSS} must return one number (the mean loss), not shape {tuple(value.shape)}.")
         return float(value)
 
+    # The loss at position t: the whole row's logits, every label but t's made padding, so that the function sees
+    # the shapes it sees in training (a softmax over the wrong axis stays wrong, as it would not on one position).
     each = np.full(labels.size(1), np.nan, dtype=np.float32)
     for t in range(labels.size(1)):
         if int(labels[row, t]) != pad_id:
-            each[t] = scalar(function(logits[row:row + 1, t:t + 1], labels[row:row + 1, t:t + 1], EPSILON, pad_id))
+            only_t = torch.full_like(labels[row:row + 1], pad_id)
+            only_t[0, t] = labels[row, t]
+            each[t] = scalar(function(logits[row:row + 1], only_t, EPSILON, pad_id))
     return each, np.asarray([scalar(function(logits, labels, EPSILON, pad_id))], dtype=np.float32)
 
 

@@ -102,6 +102,8 @@ def test_the_loss_is_scored_position_by_position(one, padded):
     assert abs(float(ours[0].mean()) - float(ours[1][0])) < 1e-4  # one sentence, no pads: the mean of the positions
     wrong = in_model(learner(LOSS, "softmax_axis"), LOSS, MODEL, *one)
     assert np.abs(wrong[0] - ours[0]).max() > 0.01
+    assert (wrong[0] > 0.1).all()  # each position scored on the whole row: the wrong axis is wrong everywhere
+    assert abs(float(wrong[0].mean()) - float(wrong[1][0])) < 1e-4  # (on one position alone it would give 0)
     padded_loss = in_model(None, LOSS, MODEL, *padded, 1)[0]
     assert np.isnan(padded_loss[-1]) and np.isfinite(padded_loss[0])  # a pad label has no loss
 
