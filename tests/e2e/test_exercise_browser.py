@@ -6,13 +6,12 @@ which is what this test's browser is. Screenshots in test-artifacts/."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from explain.exercises import EXERCISES
 from sandbox import runner
 from tests.e2e.test_phone_browser import PHONE, overflow_once_settled
-from tests.e2e.widgets import EXCEPTION, MAIN, widget
+from tests.e2e.widgets import EXCEPTION, MAIN, pick, widget
 from ui import models
 from ui.i18n import translate
 
@@ -71,17 +70,8 @@ def test_use_mine_on_a_phone_in_chinese(page, wait_for_app, screenshot, url, pag
     box = p.locator(f'{MAIN} [data-testid="stExpander"]').filter(has_text=title)
     wait_for_app(p)
     box.locator("summary").click()
-    picker = widget(p, f"{page_key}.exercise_{ex.key}_bug").locator("input")
-    option = p.get_by_role("option", name=translate(f"exercises.{ex.key}.bug_name.{bug}", "zh"), exact=True)
-    for _ in range(3):  # a click that scrolled the page first may only focus the box
-        picker.scroll_into_view_if_needed()
-        picker.click()
-        try:
-            option.wait_for(state="visible", timeout=5_000)
-            break
-        except PlaywrightTimeoutError:
-            p.keyboard.press("Escape")
-    option.click()
+    pick(p, widget(p, f"{page_key}.exercise_{ex.key}_bug").locator("input"),
+         translate(f"exercises.{ex.key}.bug_name.{bug}", "zh"))
     # the mistake is in the editor before Check (a click during the run that loads it would send the old text)
     expect(widget(p, f"{page_key}.exercise_{ex.key}_code").locator("textarea")).to_have_value(ex.bug(bug).source)
     wait_for_app(p)

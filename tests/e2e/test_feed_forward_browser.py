@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, type_into, widget
+from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, pick, query, type_into, widget
 from ui import models
 from ui.i18n import LANGS, translate
 
@@ -20,8 +20,7 @@ pytestmark = [
 
 def pick_option(p, wait_for_app, label: str, option: str, pattern: str) -> None:
     """Open the select box labelled ``label``, click ``option`` and wait for ``pattern`` in the URL."""
-    p.get_by_role("combobox", name=label, exact=True).click()
-    p.get_by_role("option", name=option, exact=True).click()
+    pick(p, p.get_by_role("combobox", name=label, exact=True), option)
     p.wait_for_url(re.compile(pattern))
     wait_for_app(p)
     assert p.locator(EXCEPTION).count() == 0

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from explain.text import MAX_CHARS, MAX_LINES
 from tests.e2e.conftest import ARTIFACTS
-from tests.e2e.widgets import EXCEPTION, query, widget
+from tests.e2e.widgets import EXCEPTION, pick, query, widget
 from ui.i18n import LANGS, translate
 
 
@@ -41,14 +41,7 @@ def metric(p, label: str) -> str:
 
 def pick_option(p, label: str, option: str) -> None:
     """Open the select box labelled ``label`` and click its option ``option``."""
-    box = p.get_by_role("combobox", name=label, exact=True)
-    box.scroll_into_view_if_needed()
-    box.click()
-    choice = p.get_by_role("option", name=option, exact=True)
-    if not choice.is_visible():  # a click that scrolled the page first may only focus the box
-        p.wait_for_timeout(500)
-        box.press("ArrowDown")
-    choice.click()
+    pick(p, p.get_by_role("combobox", name=label, exact=True), option)
 
 
 @pytest.mark.parametrize("lang", LANGS)

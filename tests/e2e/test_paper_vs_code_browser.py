@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from explain.exercises import for_page
 
 from explain.paper_vs_code import ROW_KEYS
-from tests.e2e.widgets import EXCEPTION, MAIN, query, widget
+from tests.e2e.widgets import EXCEPTION, MAIN, pick, query, widget
 from ui import models
 from ui.i18n import translate
 
@@ -31,8 +31,7 @@ def test_a_link_opens_its_row_and_a_pick_opens_another(page, wait_for_app, scree
     assert opened(p) == ["neg_inf"]
     screenshot(p, f"paper_vs_code_neg_inf_{lang}")
 
-    widget(p, "paper_vs_code.row").click()
-    p.get_by_role("option", name=translate("paper_vs_code.rows.shared_layer.title", lang)).click()
+    pick(p, widget(p, "paper_vs_code.row"), translate("paper_vs_code.rows.shared_layer.title", lang))
     p.wait_for_url(re.compile(r"[?&]paper_vs_code_row=shared_layer(&|$)"))
     wait_for_app(p)
     assert p.locator(EXCEPTION).count() == 0

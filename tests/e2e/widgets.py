@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, urlparse
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
 EXCEPTION = '[data-testid="stException"]'
 MAIN = '[data-testid="stMain"]'
 
@@ -45,3 +47,21 @@ def paste_into(box, text: str, submit: str = "Enter") -> None:
     box.press("Control+A")
     box.page.keyboard.insert_text(text)
     box.press(submit)
+
+
+def pick(p, box, option: str) -> None:
+    """Open the select box ``box`` (a locator of it or inside it) and click its option ``option``.
+
+    Under load the first click can land while the page still scrolls or reruns, and then it only focuses the box:
+    the list is opened again until it shows. The option's text is typed before the click, so that it is the one
+    option listed however long the list is."""
+    for _ in range(4):
+        box.scroll_into_view_if_needed()
+        box.click()
+        try:
+            p.get_by_role("listbox").first.wait_for(state="visible", timeout=5_000)
+            break
+        except PlaywrightTimeoutError:
+            p.keyboard.press("Escape")
+    p.keyboard.insert_text(option)
+    p.get_by_role("option", name=option, exact=True).click()
