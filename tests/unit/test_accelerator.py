@@ -16,6 +16,7 @@ from model import Transformer, TransformerConfig
 from model.checkpoint import available_pretrained, load_checkpoint, pretrained_path
 from model.decoding import beam_search, greedy_decode, sample_decode, teacher_forced_predictions
 from model.device import pick_device
+from model.tasks import get_task
 from model.training import TrainingConfig, TrainingRun
 
 ACCELERATORS = [
@@ -104,10 +105,7 @@ def test_shipped_model_decodes_the_same_on_the_device(device, task):
     acc = load_checkpoint(pretrained_path(task), map_location=device)
     assert acc.model.device.type == device
     tok = cpu.tokenizer
-    rng = random.Random(7)
-    alphabet = tok.alphabet
-    for _ in range(3):
-        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(3, 8)))
+    for text, _target in get_task(task).sample_pairs(random.Random(7), 3):  # words or characters, as the task has
         src = tok.encode(text)
         max_len = cpu.config.max_len
         g_cpu, g_acc = (greedy_decode(c.model, src, max_len=max_len) for c in (cpu, acc))
