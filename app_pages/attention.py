@@ -19,7 +19,7 @@ from ui.code_panel import chosen, code_panel
 from ui.head_set import HeadSetParam
 from ui.i18n import t
 from ui.models import MODEL_STATE_KEY, available_models
-from ui.nav import smoothing_link
+from ui.nav import smoothing_note
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal, pick
@@ -269,8 +269,7 @@ def ablation(ckpt, source: str, base: AttentionView) -> None:
         st.markdown(f"**{t('attention.ablation.all_on')}**")
         st.code(base.answer or " ", language=None)
         st.metric(t("attention.ablation.probability"), format_probability(p_base))
-        st.caption(t("attention.ablation.smoothing_note"))
-        smoothing_link()
+        smoothing_note(ckpt, "attention.ablation.smoothing_note")
     if not off:
         right.info(t("attention.ablation.none"), icon=":material/touch_app:")
         return

@@ -12,7 +12,7 @@ from figures.labels import display_token
 from ui.cache import computed
 from ui.code_panel import code_panel
 from ui.i18n import t
-from ui.nav import smoothing_link
+from ui.nav import smoothing_note
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
@@ -77,8 +77,7 @@ def step_by_step(ckpt, source: str) -> None:
     step_view(trace, strategy, layer, head, cfg.n_heads, unit_of(target_tokenizer(ckpt)))
     st.caption(" ".join((t("decoding.steps.triangle_caption"), t("decoding.steps.topk_caption", k=TRACE_K),
                          t("decoding.steps.cross_caption"))))
-    st.caption(t("decoding.smoothing_note"))
-    smoothing_link()
+    smoothing_note(ckpt, "decoding.smoothing_note")
 
 
 def move_step(delta: int, n_steps: int) -> None:
@@ -226,8 +225,7 @@ def forcing(ckpt, source: str) -> None:
     chart = pictures.forcing(tf.target_tokens, tf.true_probs, correct, x_title=t("decoding.forcing.x_title"),
                              y_title=t("decoding.probability"), hover="%{customdata}: %{y:.3f}")
     plot(chart, key="decoding.forcing_chart", config=PLOT_CONFIG)
-    st.caption(t("decoding.forcing.caption") + " " + t("decoding.smoothing_note"))
-    smoothing_link()
+    smoothing_note(ckpt, "decoding.smoothing_note", before=t("decoding.forcing.caption"))
 
 
 # ------------------------------------------------------------------ the page

@@ -4,6 +4,7 @@ layer's parameters sit in it."""
 import streamlit as st
 
 from explain.ffn import (PAPER_D_FF, PAPER_D_MODEL, activations_csv, attention_parameters, ffn_kind, ffn_parameters,
+                         layer_size_ratio,
                          ffn_view, model_sizes, output_csv, parameter_rows, position_wise)
 from explain.residual import STACKS
 from figures import ffn as charts
@@ -217,7 +218,15 @@ def explorer(ckpt) -> None:
         position(ckpt, source)
 
 
-with page("feed_forward", try_this="bottom") as checkpoint:
+def try_values(ckpt) -> dict[str, str]:
+    """The try-this box's size comparison, computed for the selected model (63× for a character model, 16× for en-zh)."""
+    ratio = computed(layer_size_ratio, model=ckpt) if ckpt is not None else None
+    if ratio is None or ratio < 2:
+        return {"size": t("feed_forward.try.size_other")}
+    return {"size": t("feed_forward.try.size_smaller", ratio=f"{ratio:.0f}")}
+
+
+with page("feed_forward", try_this="bottom", try_values=try_values) as checkpoint:
     if checkpoint is not None:
         explorer(checkpoint)
     exercise_panel("feed_forward")

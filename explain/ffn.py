@@ -205,6 +205,11 @@ def parameter_rows(ckpt: Checkpoint) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PARAMETER_COLUMNS)
 
 
+def layer_size_ratio(ckpt: Checkpoint) -> float:
+    """How many times more parameters one encoder layer of the paper's base model has than one of this model's."""
+    return paper_layer_row("encoder")["total"] / model_layer_row(ckpt, "encoder")["total"]
+
+
 def model_sizes(ckpt: Checkpoint) -> dict[str, int]:
     """d_model, the FFN's hidden width (d_ff, or the SwiGLU width) and the layers of this model."""
     cfg = ckpt.model.config

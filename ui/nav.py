@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl
 
 import streamlit as st
 
+from explain.output import trained_epsilon
 from ui.i18n import t
 from ui.sidebar import CARRIED_PARAMS
 from ui.tour import TOUR, Stop, current_name, neighbours, st_page, stop
@@ -38,6 +39,18 @@ def link(s: Stop, label: str | None = None, *, icon: str | None = None, icon_pos
         icon_position=icon_position,
         query_params={**current_query(*CARRIED_PARAMS), **(view or {})},
     )
+
+
+def smoothing_note(ckpt, key: str, before: str = "") -> None:
+    """Under a probability: why a right token tops out near 1 − ε, with the ε the checkpoint's training used
+    (``key``'s text, after ``before``), and the link to the output page's label-smoothing view. A model trained
+    without label smoothing, or one whose checkpoint does not say, gets ``before`` alone."""
+    epsilon = trained_epsilon(ckpt)
+    note = t(key, epsilon=f"{epsilon:g}", p=f"{1 - epsilon:g}") if epsilon else ""
+    if before or note:
+        st.caption(" ".join(text for text in (before, note) if text))
+    if note:
+        smoothing_link()
 
 
 def smoothing_link() -> None:

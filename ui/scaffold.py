@@ -20,7 +20,7 @@ checks every one), its session keys ``<key>.<name>``, and its charts are drawn w
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Literal, Sequence
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 import streamlit as st
 
@@ -41,6 +41,7 @@ def page(
     formula_note: bool = False,
     try_this: Literal["top", "bottom"] | None = None,
     try_extra: Callable[[Any], None] | None = None,
+    try_values: Callable[[Any], Mapping[str, Any]] | None = None,
     model: bool = True,
     title: str | None = None,
 ) -> Iterator[Any]:
@@ -48,7 +49,8 @@ def page(
 
     ``formulas``: LaTeX drawn under the intro (then ``<key>.formula_note`` as a caption if
     ``formula_note``). ``try_this``: where the try-this box goes (None: the page has none);
-    ``try_extra(ckpt)`` draws more into a bottom box (e.g. buttons that open an example).
+    ``try_extra(ckpt)`` draws more into a bottom box (e.g. buttons that open an example);
+    ``try_values(ckpt)`` fills the bottom box's placeholders (numbers of the selected model).
     ``model=False``: the frame does not ask for a model (the page asks :func:`ui.models.selected_model`
     itself, where its model-dependent part starts) and yields None. ``title``: a title other than
     ``<key>.title`` (the home page shows the app's name).
@@ -68,7 +70,7 @@ def page(
     if try_this == "bottom":
         with st.container(border=True):
             st.markdown(f"**{t(f'{s.key}.try.heading')}**")
-            st.markdown(t(f"{s.key}.try.body"))
+            st.markdown(t(f"{s.key}.try.body", **(try_values(checkpoint) if try_values else {})))
             if try_extra is not None:
                 try_extra(checkpoint)
     tour_links(s.key)

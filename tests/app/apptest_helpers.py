@@ -91,15 +91,18 @@ def values(data: Any) -> np.ndarray:
 
 
 def write_random_checkpoint(path: Path, task: str, *, seed: int, d_model: int = 16, n_heads: int = 2,
-                            n_layers: int = 1, d_ff: int = 32, max_len: int = 64, alphabet: str | None = None) -> None:
+                            n_layers: int = 1, d_ff: int = 32, max_len: int = 64, alphabet: str | None = None,
+                            label_smoothing: float | None = None) -> None:
     """An untrained model of ``task`` at ``path``: every invariant the pages show holds for it too.
-    ``alphabet`` replaces the task's (an uploaded model's characters may be anything)."""
+    ``alphabet`` replaces the task's (an uploaded model's characters may be anything); ``label_smoothing``: the ε
+    its saved training config says (None: the checkpoint does not say, as an uploaded file may not)."""
     torch.manual_seed(seed)
     tokenizer = CharTokenizer(get_task(task).alphabet if alphabet is None else alphabet)
     config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size,
                                d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, dropout=0.0,
                                max_len=max_len)
-    save_checkpoint(path, Transformer(config).eval(), tokenizer, {"name": task})
+    history = None if label_smoothing is None else {"config": {"label_smoothing": label_smoothing}}
+    save_checkpoint(path, Transformer(config).eval(), tokenizer, {"name": task}, history=history)
 
 
 def random_model_fixtures(*models_: tuple[str, int], folder: str = "checkpoints", **config: int):

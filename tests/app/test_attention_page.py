@@ -13,7 +13,8 @@ from streamlit.testing.v1 import AppTest
 
 from explain.attention import KINDS
 from model.tasks import get_task
-from tests.app.apptest_helpers import chart, clean, open_script, query, random_model_fixtures, values
+from tests.app.apptest_helpers import (chart, clean, open_script, query, random_model_fixtures, values,
+                                      write_random_checkpoint)
 from ui import models
 from ui.i18n import LANGS, catalogs, translate
 
@@ -212,7 +213,8 @@ def test_statistics_table_has_one_row_per_head(app):
 def test_switching_heads_off_changes_the_answers_probability(app):
     at = open_attention(app, att_view="ablation")
     assert len(at.metric) == 1
-    assert translate("attention.ablation.smoothing_note", "en") in [c.value for c in at.caption]
+    # these random checkpoints do not say which label smoothing trained them: no note claims one
+    assert not any("label smoothing" in c.value for c in at.caption)
     before = metric_values(at)[0]
     clean(at.multiselect(key="attention.ablate").set_value(["cross-1-1", "cross-2-1", "cross-2-2"]).run())
     assert query(at, "attention_off") == "cross-1-1,cross-2-1,cross-2-2"
@@ -279,3 +281,21 @@ def test_no_model_gives_a_notice_not_a_traceback(app, monkeypatch, tmp_path):
     offline = translate("exercises.panel.offline", "en")  # the exercises' own notice (no code runs in AppTest)
     assert [i.value for i in at.info if i.value != offline] == [translate("common.model.none_available", "en")]
     assert not at.get("plotly_chart")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_label_smoothing_note_reads_epsilon_from_the_checkpoint(app, checkpoint_dir, lang):
+    """#35 item 9: the note said "trained with label smoothing 0.1" under every model, one trained with ε = 0 too."""
+    written = {"sort": (0.3, True), "reverse": (0.0, False)}
+    try:
+        for task, (epsilon, shown) in written.items():
+            write_random_checkpoint(checkpoint_dir / f"{task}.pt", task, seed=5, n_layers=N_LAYERS,
+                                    label_smoothing=epsilon)
+            at = open_attention(app, lang=lang, model=task, att_view="ablation")
+            note = translate("attention.ablation.smoothing_note", lang, epsilon="0.3", p="0.7")
+            assert (note in [c.value for c in at.caption]) is shown
+            links = [e.proto.label for e in at.get("page_link")]
+            assert (translate("common.smoothing_link", lang) in links) is shown
+    finally:  # the module's other tests see its two models only
+        for task in written:
+            (checkpoint_dir / f"{task}.pt").unlink(missing_ok=True)

@@ -193,3 +193,13 @@ def test_a_token_that_is_markdown_is_shown_escaped_in_the_reading(app, tmp_path,
     at = open_ffn(app, ff_view="position", ff_text="a*b_", ff_from="1", ff_to="3")
     reading = [c.value for c in at.caption if "position 3" in c.value]
     assert reading and "of \\*" in reading[0], [c.value for c in at.caption]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_try_this_box_compares_sizes_for_the_selected_model(app, lang):
+    """The paper's encoder layer against this model's, computed (it said "about 60 times" for every model)."""
+    at = open_ffn(app, lang)
+    ratio = 3_152_384 / (2 * D_MODEL * D_FF + D_FF + D_MODEL + 4 * D_MODEL**2 + 4 * D_MODEL + 4 * D_MODEL)
+    size = translate("feed_forward.try.size_smaller", lang, ratio=f"{ratio:.0f}")
+    assert any(size in m.value for m in at.markdown)
+    assert not any("60" in m.value for m in at.markdown if size in m.value)

@@ -127,3 +127,13 @@ def test_csv_exports_hold_every_value(ckpt):
     assert lines[0] == "position,token,unit,before,after"
     assert len(lines) == 1 + 3 * view.pre.shape[1]
     assert len(ffn.output_csv(view).strip().splitlines()) == 4
+
+
+@pytest.mark.parametrize(("task", "times"), [("copy", 63), ("en-zh", 16)])
+def test_the_paper_layer_is_so_many_times_a_shipped_model_layer(task, times):
+    """3,152,384 parameters per encoder layer in the paper's base model; 49,984 in a character model (d 64, d_ff 256),
+    198,272 in the translation models (d 128, d_ff 512)."""
+    from model.checkpoint import available_pretrained, load_checkpoint, pretrained_path
+    if task not in available_pretrained():
+        pytest.skip(f"no shipped {task} model")
+    assert round(ffn.layer_size_ratio(load_checkpoint(pretrained_path(task)))) == times
