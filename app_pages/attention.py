@@ -23,7 +23,7 @@ from ui.nav import smoothing_note
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal, pick
-from ui.widgets import csv_download, plot, sentence_input
+from ui.widgets import answer_box, csv_download, plot, sentence_input
 from ui.exercise_panel import UseMine, exercise_panel
 
 SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
@@ -52,7 +52,7 @@ def answer_and_check(ckpt, source: str, answer: str) -> None:
     answer_col, check_col = st.columns([3, 2])
     with answer_col:
         st.markdown(t("attention.answer_label"))
-        st.code(answer or " ", language=None)
+        answer_box(answer)
     with check_col:
         if expected is None:
             st.caption(t("attention.no_expected"))
@@ -267,7 +267,7 @@ def ablation(ckpt, source: str, base: AttentionView) -> None:
     left, right = st.columns(2)
     with left, st.container(border=True):
         st.markdown(f"**{t('attention.ablation.all_on')}**")
-        st.code(base.answer or " ", language=None)
+        answer_box(base.answer)
         st.metric(t("attention.ablation.probability"), format_probability(p_base))
         smoothing_note(ckpt, "attention.ablation.smoothing_note")
     if not off:
@@ -280,7 +280,7 @@ def ablation(ckpt, source: str, base: AttentionView) -> None:
     p_own, _ = sequence_probability(own, answer_ids(target_tokenizer(ckpt), own.answer))
     with right, st.container(border=True):
         st.markdown(f"**{t('attention.ablation.some_off', count=len(off))}**")
-        st.code(own.answer or " ", language=None)
+        answer_box(own.answer)
         st.metric(t("attention.ablation.probability_same"), format_probability(p_same),
                   delta=format_probability(p_same - p_base, sign=True))
         st.caption(t("attention.ablation.own", p=format_probability(p_own)))

@@ -3,7 +3,10 @@ teacher forcing (training) against free running (inference)."""
 import streamlit as st
 
 from explain.decoding import (EOS, STRATEGIES, TOP_K_CHOICES, TRACE_K, DecodeTrace, beams_table, cache_savings, decode,
-                              first_difference, forcing_table, generated_tokens, parse_top_k, teacher_forcing)
+                              first_difference, forcing_table, generated_tokens, parse_top_k, sample_chance,
+                              teacher_forcing)
+from explain.attention import format_probability
+from explain.output import trained_epsilon
 from explain.tasks import expected_output
 from explain.text import first_units, join_units, prepare_sentence, unit_of
 from explain.tokens import target_tokenizer
@@ -16,7 +19,7 @@ from ui.nav import smoothing_note
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
-from ui.widgets import char_limit, plot, sentence_input, show_box_cut, show_notices
+from ui.widgets import answer_box, char_limit, plot, sentence_input, show_box_cut, show_notices
 
 SECTIONS = ("steps", "compare", "forcing")
 SECTION = ChoiceParam("decoding_view", "steps", choices=SECTIONS)
@@ -52,6 +55,25 @@ def sampling_controls() -> tuple[float, int | None, int]:
     return float(temperature), parse_top_k(top_k), int(seed)
 
 
+def sample_chance_note(ckpt, source: str, temperature: float, top_k: int | None) -> None:
+    """Under a sampled answer: the chance that a sample is the right answer (else the greedy one) token for token,
+    and why it is low at T = 1 for a label-smoothed model."""
+    expected = expected_output(ckpt, source)
+    answer = expected if expected is not None else trace_of(ckpt, source, "greedy").output
+    if not answer:
+        return
+    chance = computed(sample_chance, source, answer, float(temperature), top_k, model=ckpt)
+    k = t("decoding.sample_chance_top_k", k=top_k) if top_k is not None else ""
+    which = t("decoding.sample_chance_right" if expected is not None else "decoding.sample_chance_greedy")
+    note = t("decoding.sample_chance", temperature=f"{temperature:g}", top_k=k, which=which,
+             chance=format_probability(chance))
+    epsilon = trained_epsilon(ckpt)
+    if epsilon and chance < 0.5:
+        steps = len(target_tokenizer(ckpt).encode(answer)) + 1  # <eos> too
+        note += " " + t("decoding.sample_chance_smoothing", epsilon=f"{epsilon:g}", steps=steps)
+    st.caption(note)
+
+
 # ------------------------------------------------------------------ step by step
 
 
@@ -65,6 +87,7 @@ def step_by_step(ckpt, source: str) -> None:
     elif strategy == "sample":
         temperature, top_k, seed = sampling_controls()
         trace = trace_of(ckpt, source, "sample", temperature=temperature, top_k=top_k, seed=seed)
+        sample_chance_note(ckpt, source, temperature, top_k)
     else:
         trace = trace_of(ckpt, source, "greedy")
     cfg = ckpt.model.config
@@ -172,12 +195,13 @@ def compare(ckpt, source: str) -> None:
     for column, (strategy, trace) in zip(st.columns(3), traces.items()):
         with column, st.container(border=True):
             st.markdown(f"**{t(f'decoding.strategy_name.{strategy}')}**")
-            st.code(trace.output or " ", language=None)
+            answer_box(trace.output)
             st.metric(t("decoding.compare.score"), f"{trace.score:.3f}", help=t("decoding.compare.score_help"))
             state = "decoding.compare.finished" if trace.finished else "decoding.compare.unfinished"
             st.caption(t(state, steps=len(trace.steps)))
             if expected is not None:
                 st.caption(t("decoding.compare.right" if trace.output == expected else "decoding.compare.wrong"))
+    sample_chance_note(ckpt, source, temperature, top_k)
     same = traces["beam"].output == traces["greedy"].output
     st.caption(t("decoding.compare.beam_same" if same else "decoding.compare.beam_differs"))
     st.subheader(t("decoding.compare.beams_heading"))
@@ -194,7 +218,7 @@ def forcing_target(ckpt, source: str) -> str | None:
     if expected is not None:
         target = first_units(expected, ckpt.model.config.max_len - 1, unit_of(target_tokenizer(ckpt)))
         st.markdown(t("decoding.forcing.target_known"))
-        st.code(target or " ", language=None)
+        answer_box(target)
         return target
     st.info(t("decoding.forcing.no_target"), icon=":material/edit:")
     typed = st.text_input(t("decoding.forcing.target_label"),

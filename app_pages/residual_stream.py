@@ -16,7 +16,7 @@ from ui.i18n import t
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, IntParam, bind, clamp_state, markdown_literal
-from ui.widgets import csv_download, plot, sentence_input
+from ui.widgets import answer_box, csv_download, plot, sentence_input
 
 SECTIONS = ("sizes", "off")
 SECTION = ChoiceParam("residual_stream_view", "sizes", choices=SECTIONS)
@@ -129,14 +129,14 @@ def switching_off(ckpt, source: str) -> None:
     left, right = st.columns(2)
     with left, st.container(border=True):
         st.markdown(f"**{t('residual_stream.off.all_on')}**")
-        st.code(result.answer_on or " ", language=None)
+        answer_box(result.answer_on)
         st.metric(t("residual_stream.off.probability"), format_probability(result.p_on))
     if not off:
         right.info(t("residual_stream.off.none"), icon=":material/touch_app:")
         return
     with right, st.container(border=True):
         st.markdown(f"**{t('residual_stream.off.some_off', count=len(off))}**")
-        st.code(result.answer_off or " ", language=None)
+        answer_box(result.answer_off)
         if not result.answer_off:
             st.caption(t("residual_stream.off.empty"))
         st.metric(t("residual_stream.off.probability_same"), format_probability(result.p_off),

@@ -179,6 +179,18 @@ def teacher_forcing(checkpoint: Any, source: str, target: str) -> TeacherForcing
     )
 
 
+def sample_chance(checkpoint: Any, source: str, answer: str, temperature: float, top_k: int | None) -> float:
+    """The probability that sampling at ``temperature`` (and ``top_k``) writes exactly ``answer`` for ``source``,
+    <eos> included: each step must draw that answer's token from the reshaped distribution (one teacher-forced
+    pass reads every step's distribution)."""
+    tok, tgt_tok, model = checkpoint.tokenizer, target_tokenizer(checkpoint), checkpoint.model
+    limit = model.config.max_len
+    src = tok.encode(source)[:limit]
+    tgt = tgt_tok.encode(answer)[: limit - 1]
+    result = decoding.teacher_forced_predictions(model, src, tgt, bos_id=tgt_tok.bos_id, eos_id=tgt_tok.eos_id)
+    return result.chance(temperature, top_k)
+
+
 @dataclass(frozen=True)
 class CacheSavings:
     """Per step of the real cached greedy decode: key/value pairs (one position's key and value in one

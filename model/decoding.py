@@ -131,6 +131,7 @@ class TeacherForcing:
     true_probs: the probability the model gives the true next token per position.
     score: sum of the log-probabilities of the true tokens (<eos> included).
     decoder_attention: (n_layers, H, T, T), cross_attention: (n_layers, H, T, S), CPU float.
+    logprobs: (T, V) CPU float, every token's log-probability at every position (temperature 1).
     """
 
     input_ids: list[int]
@@ -141,6 +142,20 @@ class TeacherForcing:
     score: float
     decoder_attention: torch.Tensor
     cross_attention: torch.Tensor
+    logprobs: torch.Tensor | None = None
+
+    def chance(self, temperature: float, top_k: int | None = None) -> float:
+        """The probability that :func:`sample_decode` at ``temperature`` and ``top_k`` writes exactly the target,
+        <eos> included: the product over positions of the sampled distribution's probability of the true token."""
+        if self.logprobs is None:
+            raise ValueError("This teacher-forcing result kept no log-probabilities.")
+        total = 0.0
+        for row, target in zip(self.logprobs, self.target_ids):
+            p = float(sampling_distribution(row, temperature, top_k)[target])
+            if p <= 0.0:
+                return 0.0
+            total += math.log(p)
+        return math.exp(total)
 
     @property
     def n_correct(self) -> int:
@@ -698,4 +713,5 @@ def teacher_forced_predictions(
             score=float(true.double().sum()),
             decoder_attention=torch.stack(out.decoder_attention, dim=1)[0].float().cpu(),  # (L, H, T, T)
             cross_attention=torch.stack(out.cross_attention, dim=1)[0].float().cpu(),  # (L, H, T, S)
+            logprobs=logprobs.float(),
         )

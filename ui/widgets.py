@@ -19,6 +19,7 @@ from explain.tasks import FALLBACK_BATCH, task_batch_example, task_example
 from explain.text import MAX_CHARS, MAX_LINES, PreparedText, known_units, prepare_sentence, prepare_sentences, unit_of
 from explain.tokens import fallback_tokenizer
 from figures.style import upright_axis_titles
+from model.tokenizer import REPLACEMENT_CHAR, SPECIAL_TOKENS, UNK_ID
 from ui.i18n import t
 from ui.url_state import IntParam, TextParam, bind, box_cut, clamp_state, markdown_literal
 
@@ -28,6 +29,8 @@ SENTENCE_KEY = "batch.sentence"
 SENTENCE_BOX_CHARS = 200  # what a one-sentence box keeps (the model then takes at most MAX_CHARS of it)
 LISTED_CHARS = 100  # an alphabet up to this size is written out in the caption; a larger one goes in an expander
 _SHARED_OWNER_KEY = "_widgets.page_of_shared"  # {widget key: page that drew it last}
+
+UNK_SHOWN = SPECIAL_TOKENS[UNK_ID]  # "<unk>"
 
 
 def char_limit(checkpoint: Any) -> int:
@@ -152,6 +155,16 @@ def sentence_picker(label: str, sentences: tuple[str, ...], option: str, page: s
     clamp_state(SENTENCE_KEY, param.hi)
     return st.selectbox(label, range(len(sentences)), key=_shared_key(param, SENTENCE_KEY, page),
                         format_func=lambda n: option.format(n=n + 1, text=sentences[n]))
+
+
+def answer_box(text: str) -> None:
+    """A model's answer (or a target) in a monospace box that wraps, so a long answer stays on a phone's screen.
+
+    A token the tokenizer cannot write (``<unk>``, which ``decode`` turns into U+FFFD) is shown as ``<unk>``,
+    with one line saying what it is."""
+    st.code(text.replace(REPLACEMENT_CHAR, UNK_SHOWN) or " ", language=None, wrap_lines=True)
+    if REPLACEMENT_CHAR in text:
+        st.caption(t("common.answer_unk"))
 
 
 def csv_download(label_key: str, make_csv: Callable[[], str], file_name: str, key: str) -> None:

@@ -274,3 +274,23 @@ def test_the_translation_examples_switch_another_model_to_en_zh(app):
     assert at.selectbox(key="model").value == "en-zh"
     assert at.text_input(key="attention.text").value == SENTENCES[0]
     assert query(at, "model") == "en-zh" and query(at, "attention_kind") == "cross"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_sampled_unk_is_shown_as_unk_and_the_chance_of_a_right_sample_is_said(app, lang):
+    """#35 item 3: the default sample (T = 1, seed 0) of en-zh draws an <unk>; it was shown as U+FFFD, and nothing
+    said why sampling at T = 1 goes wrong. The chance of the right answer, computed, is 0.181 at T = 1."""
+    at = open_page(app, "decoding", {"model": "en-zh", "lang": lang, "decoding_view": "compare"})
+    sampled = [c.value for c in at.code][2]
+    assert "\ufffd" not in sampled and "<unk>" in sampled
+    assert translate("common.answer_unk", lang) in [c.value for c in at.caption]
+    note = translate("decoding.sample_chance", lang, temperature="1", top_k="",
+                     which=translate("decoding.sample_chance_right", lang), chance="0.181")
+    smoothing = translate("decoding.sample_chance_smoothing", lang, epsilon="0.1", steps=15)  # 14 tokens + <eos>
+    assert f"{note} {smoothing}" in [c.value for c in at.caption]
+
+    clean(at.slider(key="decoding.temperature").set_value(0.5).run())
+    note = translate("decoding.sample_chance", lang, temperature="0.5", top_k="",
+                     which=translate("decoding.sample_chance_right", lang), chance="0.999")
+    assert note in [c.value for c in at.caption]  # no smoothing sentence once the chance is high
+    assert not any(c.value.startswith(note + " ") for c in at.caption)

@@ -249,3 +249,26 @@ def test_returns_plain_results(random_model):
     assert isinstance(r, DecodeResult)
     assert all(isinstance(t, int) for t in r.tokens)
     assert isinstance(r.score, float)
+
+
+def test_the_chance_of_a_sample_is_what_sampling_does():
+    """TeacherForcing.chance: the probability that sample_decode writes the target exactly, checked against the
+    frequency of 150 seeded samples, and its limits (T = 0 writes the argmax answer; top-k 1 is greedy)."""
+    import random as _random
+
+    from model.checkpoint import available_pretrained, load_checkpoint, pretrained_path
+    if "copy" not in available_pretrained():
+        pytest.skip("no shipped copy model")
+    model = load_checkpoint(pretrained_path("copy")).model
+    tok = load_checkpoint(pretrained_path("copy")).tokenizer
+    src = tok.encode("hello world")
+    greedy = greedy_decode(model, src, max_len=20).tokens
+    tf = teacher_forced_predictions(model, src, greedy)
+    assert tf.chance(0.0) == 1.0 and tf.chance(1.0, top_k=1) == pytest.approx(1.0)
+    chance = tf.chance(1.0)
+    assert 0.05 < chance < 0.95  # a label-smoothed model at T = 1: far from sure
+    assert tf.chance(0.5) > chance > tf.chance(1.5)
+    seeds = _random.Random(0).sample(range(10_000), 150)
+    hits = sum(sample_decode(model, src, temperature=1.0, top_k=None, seed=s, max_len=20).tokens == greedy
+               for s in seeds)
+    assert hits / len(seeds) == pytest.approx(chance, abs=0.12)
