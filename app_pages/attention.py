@@ -23,7 +23,7 @@ from ui.nav import smoothing_note
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal, pick
-from ui.widgets import answer_box, csv_download, plot, sentence_input
+from ui.widgets import answer_box, csv_download, plot, sentence_input, unit_names
 from ui.exercise_panel import UseMine, exercise_panel
 
 SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
@@ -76,14 +76,14 @@ def pick_from_grid() -> None:
         pick(FOCUS)
 
 
-def overview_grid(view: AttentionView, kind: str) -> None:
+def overview_grid(view: AttentionView, kind: str, units: dict[str, str]) -> None:
     """Every head as a small map; a click on one picks it for the zoom below."""
     maps = attention_maps(view, kind)
     queries, keys = query_key_tokens(view, kind)
     L, H = maps.shape[:2]
     titles = [t("attention.grid.subplot", layer=layer, head=head) for layer in range(1, L + 1)
               for head in range(1, H + 1)]
-    st.caption(t("attention.grid.caption") + " " + t(f"attention.zoom.reading_{kind}"))
+    st.caption(t("attention.grid.caption") + " " + t(f"attention.zoom.reading_{kind}", **units))
     grid = charts.grid_figure(maps, queries, keys, titles=titles, hover=weight_hover())
     plot(grid, key="attention.grid", on_select=pick_from_grid, selection_mode="points",
                     config=PLOT_CONFIG)
@@ -391,12 +391,12 @@ def sections(ckpt, source: str, base: AttentionView) -> None:
     kind = st.segmented_control(t("attention.kind_label"), KINDS, required=True,
                                 format_func=lambda k: t(f"attention.kind.{k}"), key=bind(KIND, key="attention.kind"),
                                 help=t("attention.kind_help"))
-    st.caption(t(f"attention.kind_about.{kind}"))
+    st.caption(t(f"attention.kind_about.{kind}", **unit_names(ckpt)))
     if section == "stats":
         statistics(base, kind)
         return
     if section == "overview":
-        overview_grid(base, kind)
+        overview_grid(base, kind, unit_names(ckpt))
     one_head(ckpt, source, base, section, kind)
 
 

@@ -19,7 +19,7 @@ from ui.nav import smoothing_note
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
-from ui.widgets import answer_box, char_limit, plot, sentence_input, show_box_cut, show_notices
+from ui.widgets import answer_box, char_limit, plot, sentence_input, show_box_cut, show_notices, unit_names
 
 SECTIONS = ("steps", "compare", "forcing")
 SECTION = ChoiceParam("decoding_view", "steps", choices=SECTIONS)
@@ -97,7 +97,8 @@ def step_by_step(ckpt, source: str) -> None:
                                               key="decoding.layer"))
         head = st.segmented_control(t("decoding.head"), list(range(1, cfg.n_heads + 1)), required=True,
                                     key=bind(IntParam("decoding_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
-    step_view(trace, strategy, layer, head, cfg.n_heads, unit_of(target_tokenizer(ckpt)))
+    step_view(trace, strategy, layer, head, cfg.n_heads, unit_of(target_tokenizer(ckpt)),
+              t("decoding.source_axis", **unit_names(ckpt)))
     st.caption(" ".join((t("decoding.steps.triangle_caption"), t("decoding.steps.topk_caption", k=TRACE_K),
                          t("decoding.steps.cross_caption"))))
     smoothing_note(ckpt, "decoding.smoothing_note")
@@ -126,9 +127,10 @@ def step_controls(n: int) -> int:
 
 
 @fragment
-def step_view(trace: DecodeTrace, strategy: str, layer: int, head: int, n_heads: int, unit: str = "char") -> None:
+def step_view(trace: DecodeTrace, strategy: str, layer: int, head: int, n_heads: int, unit: str = "char",
+              source_axis: str = "") -> None:
     """The step controls and what the chosen step shows (``unit``: what one output token is, "char" or
-    "word"). A fragment: moving through the steps reruns only this part of the page (the trace is already
+    "word"; ``source_axis``: the cross-attention's x title, "Source word" or "Source character"). A fragment: moving through the steps reruns only this part of the page (the trace is already
     decoded)."""
     n = len(trace.steps)
     status = st.empty()  # above the slider, though it says what the slider chose
@@ -140,7 +142,7 @@ def step_view(trace: DecodeTrace, strategy: str, layer: int, head: int, n_heads:
                    icon=":material/flag:")
     elif step == n and not trace.finished:
         st.warning(t("decoding.steps.limit", limit=trace.max_len), icon=":material/block:")
-    plot(step_figure(trace, step, layer, head, n_heads), key="decoding.step_figure", config=PLOT_CONFIG)
+    plot(step_figure(trace, step, layer, head, n_heads, source_axis), key="decoding.step_figure", config=PLOT_CONFIG)
     if strategy == "beam" and step <= len(trace.beams):
         st.dataframe(beams_table(trace, beam_columns(), step), hide_index=True, width="stretch")
 
@@ -156,7 +158,7 @@ def step_status(trace: DecodeTrace, step: int, unit: str = "char") -> str:
             + " " + t("decoding.steps.written", written=markdown_literal(written, limit=200) or "∅"))
 
 
-def step_figure(trace: DecodeTrace, step: int, layer: int, head: int, n_heads: int):
+def step_figure(trace: DecodeTrace, step: int, layer: int, head: int, n_heads: int, source_axis: str):
     """Step ``step``'s decoder self-attention triangle and next-token bars side by side, its cross-attention below."""
     current = trace.steps[step - 1]
     triangle = pictures.triangle(
@@ -171,7 +173,7 @@ def step_figure(trace: DecodeTrace, step: int, layer: int, head: int, n_heads: i
     cross = pictures.cross(
         current.cross_attention[layer - 1], trace.src_tokens,
         [t("decoding.head_label", head=h) for h in range(1, n_heads + 1)],
-        title=t("decoding.steps.cross", layer=layer), x_title=t("decoding.source_axis"),
+        title=t("decoding.steps.cross", layer=layer), x_title=source_axis,
         hover="%{y} → %{x}: %{z:.3f}")
     return pictures.step_figure(triangle, topk, cross)
 

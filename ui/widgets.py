@@ -17,7 +17,7 @@ import streamlit as st
 
 from explain.tasks import FALLBACK_BATCH, task_batch_example, task_example
 from explain.text import MAX_CHARS, MAX_LINES, PreparedText, known_units, prepare_sentence, prepare_sentences, unit_of
-from explain.tokens import fallback_tokenizer
+from explain.tokens import fallback_tokenizer, target_tokenizer
 from figures.style import upright_axis_titles
 from model.tokenizer import REPLACEMENT_CHAR, SPECIAL_TOKENS, UNK_ID
 from ui.i18n import t
@@ -98,6 +98,13 @@ def _shared_key(param, key: str, page: str, follows: str | None = None) -> str:
         st.session_state[key] = st.session_state[key]
         owners[key] = page
     return key
+
+
+def unit_names(checkpoint: Any) -> dict[str, str]:
+    """What one token of the model's source and of its answer is, in the visitor's language, for the texts that
+    name it: ``src_unit`` ("word" or "character"), ``src_units`` (plural) and ``out_unit``."""
+    src, out = unit_of(checkpoint.tokenizer), unit_of(target_tokenizer(checkpoint))
+    return {"src_unit": t(f"common.unit.{src}"), "src_units": t(f"common.units.{src}"), "out_unit": t(f"common.unit.{out}")}
 
 
 def alphabet_note(tokenizer: Any) -> None:

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from explain.pronoun import SENTENCES
 from model.tokenizer import split_words
-from tests.app.apptest_helpers import clean, open_script, query, texts
+from tests.app.apptest_helpers import chart, clean, open_script, query, texts
 from ui import models
 from ui.i18n import LANGS, translate
 from ui.tour import TOUR, stop
@@ -294,3 +294,18 @@ def test_a_sampled_unk_is_shown_as_unk_and_the_chance_of_a_right_sample_is_said(
                      which=translate("decoding.sample_chance_right", lang), chance="0.999")
     assert note in [c.value for c in at.caption]  # no smoothing sentence once the chance is high
     assert not any(c.value.startswith(note + " ") for c in at.caption)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize(("model", "unit"), [("en-zh", "word"), ("copy", "char")])
+def test_texts_name_words_or_characters_as_the_model_reads(app, lang, model, unit):
+    """#35 item 4: "queries and keys are both the source characters" and a "Source character" axis under a word
+    model. Each now names the model's own unit."""
+    at = open_page(app, "attention", {"model": model, "lang": lang})
+    about = translate("attention.kind_about.encoder", lang, src_units=translate(f"common.units.{unit}", lang))
+    assert about in [c.value for c in at.caption]
+    at = open_page(app, "decoding", {"model": model, "lang": lang})
+    layout = chart(at, "decoding.step_figure")["layout"]
+    titles = [axis["title"]["text"] for name, axis in layout.items()
+              if name.startswith("xaxis") and isinstance(axis.get("title"), dict) and "text" in axis["title"]]
+    assert translate("decoding.source_axis", lang, src_unit=translate(f"common.unit.{unit}", lang)) in titles
