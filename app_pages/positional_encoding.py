@@ -175,8 +175,9 @@ def rope(positions: int, d_model: int, base: float) -> None:
     st.markdown(t("positional_encoding.rope.intro"))
     st.latex(r"\begin{pmatrix} q'_{2i} \\ q'_{2i+1} \end{pmatrix} = "
              r"\begin{pmatrix} \cos p\theta_i & -\sin p\theta_i \\ \sin p\theta_i & \cos p\theta_i \end{pmatrix}"
-             r"\begin{pmatrix} q_{2i} \\ q_{2i+1} \end{pmatrix},\quad \theta_i = b^{-2i/d_{model}}"
+             r"\begin{pmatrix} q_{2i} \\ q_{2i+1} \end{pmatrix},\quad \theta_i = b^{-2i/d_k}"
              r",\qquad \langle q'_p, k'_s\rangle = g(q, k, s-p)")
+    st.caption(t("positional_encoding.rope.intro_dk"))
     shown = min(positions, ROPE_MAX_POSITIONS)
     starts = rope_starts(positions)
     # Pair 0 turns one radian per position: the clearest rotation, whatever pair the slider shows.
@@ -206,9 +207,9 @@ def rope(positions: int, d_model: int, base: float) -> None:
 
 
 FORMULAS = (r"PE_{(p,\,2i)} = \sin\!\left(\frac{p}{b^{2i/d_{model}}}\right),\qquad "
-            r"PE_{(p,\,2i+1)} = \cos\!\left(\frac{p}{b^{2i/d_{model}}}\right),\qquad b = 10000",)
+            r"PE_{(p,\,2i+1)} = \cos\!\left(\frac{p}{b^{2i/d_{model}}}\right)",)
 
-with page("positional_encoding", formulas=FORMULAS, try_this="top", model=False):
+with page("positional_encoding", formulas=FORMULAS, formula_note=True, try_this="top", model=False):
     st.subheader(t("positional_encoding.table.heading"))
     d_model, positions, base = table_settings()
     frequency(positions, d_model, base)

@@ -401,14 +401,18 @@ def clamp_state(key: str, hi: int) -> None:
 
     A value that is not an index is dropped, so that :func:`bind` falls back on the last good one.
     (After a language switch a select box can hand back the label it showed, e.g. "3：hi!", which its
-    translated options no longer contain.)"""
+    translated options no longer contain.) A value in range is written back too: a widget whose range
+    changed is a new widget to Streamlit, which would otherwise open it on its default (the pair slider
+    went back to 0 when d_model grew)."""
     import streamlit as st
 
-    value = st.session_state.get(key, 0)
+    if key not in st.session_state:
+        return
+    value = st.session_state[key]
     if not isinstance(value, int) or isinstance(value, bool):
         del st.session_state[key]
-    elif value > hi:
-        st.session_state[key] = hi
+    else:
+        st.session_state[key] = min(value, hi)
 
 
 def current_query(*names: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ from ui.url_state import markdown_literal
 from streamlit.testing.v1 import AppTest
 
 from tests.app import apptest_helpers as helpers
-from tests.app.apptest_helpers import clean, open_script, random_model_fixtures, values
+from tests.app.apptest_helpers import clean, open_script, query, random_model_fixtures, values
 from ui import models
 from ui.i18n import LANGS, translate
 
@@ -246,3 +246,23 @@ def test_without_a_model_the_encoding_still_shows(app, monkeypatch, tmp_path):
     at = open_positional(app)
     assert len(at.get("plotly_chart")) == 3 + 3  # frequency, similarity x2, RoPE x3 (no model: no blindness charts)
     assert not at.metric
+
+
+def test_growing_d_model_keeps_the_pair(app):
+    """#35 item 11: a larger d_model made the pair slider a new widget, which opened on pair 0."""
+    at = open_positional(app)
+    clean(at.slider(key="positional_encoding.pair").set_value(5).run())
+    clean(at.slider(key="positional_encoding.d_model").set_value(128).run())
+    assert at.slider(key="positional_encoding.pair").value == 5 and query(at, "positional_encoding_pair") == "5"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_formulas_say_what_the_sliders_and_the_model_use(app, lang):
+    """#35 item 11: the header no longer fixes b = 10000 under a moved base slider; the slowest wavelength is
+    2π·b^((d−2)/d) (2π·1,000 at d = 8, as the page's own readout says); RoPE's θ uses the head size d_k."""
+    at = open_positional(app, lang=lang, pe_base="100")
+    assert not any("b = 10000" in latex.value for latex in at.latex)
+    assert translate("positional_encoding.formula_note", lang) in [c.value for c in at.caption]
+    assert any(r"\theta_i = b^{-2i/d_k}" in latex.value for latex in at.latex)
+    assert "(d−2)/d" in at.select_slider(key="positional_encoding.base").help
+    assert 2 * np.pi * 10000 ** ((8 - 2) / 8) == pytest.approx(2 * np.pi * 1000)
