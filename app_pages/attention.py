@@ -5,7 +5,7 @@ import streamlit as st
 from explain.attention import (KINDS, AttentionView, HeadId, ablation_triples, all_heads, answer_ids, attention_csv,
                                attention_maps, attention_name, attention_view, blocked_cells, every_head_csv, format_probability,
                                greedy_answer, head_statistics, long_attention_csv, mean_peak, most_focused_head,
-                               query_key_tokens, row_entropy, sequence_probability)
+                               query_key_tokens, row_entropy, sequence_probability, why_scale)
 from explain.head_output import head_outputs, head_outputs_csv
 from explain.pronoun import SENTENCES, PronounHeads, pronoun_frame, pronoun_heads
 from explain.tasks import expected_output, task_of
@@ -171,6 +171,7 @@ def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> 
         st.caption(t("attention.inside.masked_note"))
     sharpness(weights, other_weights)
     st.caption(t("attention.inside.compare_scaled" if scale else "attention.inside.compare_raw"))
+    why_scale_view(d_k)
     weights_fig = charts.weights_entropy_figure(
         weights, queries, keys, row_entropy(weights), blocked=blocked,
         titles=(t("attention.inside.weights"), t("attention.inside.entropy")), x_title=t("attention.key_axis"),
@@ -188,6 +189,18 @@ def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> 
                ckpt=ckpt, source=source, target=answer, scale_scores=scale, paper_rows=("w_o", "mask_polarity"),
                where={"att": attention_name(kind, layer - 1), "stack": "decoder" if kind == "decoder" else "encoder"})
     what_attention_produces(ckpt, view, kind, layer, head)
+
+
+def why_scale_view(d_k: int) -> None:
+    """Why the paper divides by √d_k: at initialisation q·k has variance d_k (random unit-variance vectors)."""
+    with st.expander(t("attention.why_scale.heading"), icon=":material/functions:"):
+        st.markdown(t("attention.why_scale.intro", d_k=d_k))
+        table = computed(why_scale, tuple(sorted({4, 16, 64, 256, d_k})))
+        shown = table.rename(columns={c: t(f"attention.why_scale.col_{c}") for c in table.columns})
+        st.dataframe(shown, hide_index=True, width="stretch",
+                     column_config={name: st.column_config.NumberColumn(format="%.2f")
+                                    for name in shown.columns[1:]})
+        st.caption(t("attention.why_scale.caption"))
 
 
 def what_attention_produces(ckpt, view: AttentionView, kind: str, layer: int, head: int) -> None:

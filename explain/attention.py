@@ -316,6 +316,27 @@ def sequence_probability(view: AttentionView, ids: Sequence[int]) -> tuple[float
     return float(np.prod(per_token)) if per_token.size else 0.0, per_token
 
 
+WHY_SCALE_COLUMNS = ["d_k", "var_raw", "var_scaled", "peak_raw", "peak_scaled"]
+
+
+def why_scale(d_ks: Sequence[int] = (4, 16, 64, 256), keys: int = 10, rows: int = 2_000, seed: int = 0) -> pd.DataFrame:
+    """Why the paper divides by √d_k, with the vectors of an untrained model: q and k with independent entries of
+    mean 0 and variance 1. Per d_k: the variance of q·k over ``rows`` × ``keys`` pairs (d_k: a sum of d_k products
+    of variance 1), the variance after the division (1), and the mean largest softmax weight of a row of ``keys``
+    scores either way (near 1: a saturated softmax, whose gradient is almost 0)."""
+    generator = torch.Generator().manual_seed(seed)
+    out = []
+    for d_k in d_ks:
+        q = torch.randn(rows, 1, d_k, generator=generator, dtype=torch.float64)
+        k = torch.randn(rows, keys, d_k, generator=generator, dtype=torch.float64)
+        raw = (q * k).sum(-1)  # (rows, keys)
+        scaled = raw / math.sqrt(d_k)
+        out.append({"d_k": d_k, "var_raw": float(raw.var()), "var_scaled": float(scaled.var()),
+                    "peak_raw": float(raw.softmax(-1).max(-1).values.mean()),
+                    "peak_scaled": float(scaled.softmax(-1).max(-1).values.mean())})
+    return pd.DataFrame(out, columns=WHY_SCALE_COLUMNS)
+
+
 def format_probability(p: float, *, sign: bool = False) -> str:
     """``0.276`` for ordinary probabilities, ``3.10e-07`` for the tiny ones of long or unlikely answers."""
     if p != 0 and abs(p) < 0.001:

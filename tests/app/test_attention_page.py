@@ -299,3 +299,18 @@ def test_the_label_smoothing_note_reads_epsilon_from_the_checkpoint(app, checkpo
     finally:  # the module's other tests see its two models only
         for task in written:
             (checkpoint_dir / f"{task}.pt").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_inside_one_head_says_why_the_paper_divides_by_sqrt_d_k(app, lang):
+    """#35 item 10: the switch's text promised "the saturation the scaling prevents" while it only removes the
+    division from a trained model. The texts say it is a temperature change; the reason is measured on random
+    vectors, this model's d_k (32 / 2 heads = 16) among the rows."""
+    at = open_attention(app, lang=lang, att_view="inside", att_scale="false")
+    assert translate("attention.inside.compare_raw", lang) in [c.value for c in at.caption]
+    (box,) = [e for e in at.expander if e.label == translate("attention.why_scale.heading", lang)]
+    assert translate("attention.why_scale.intro", lang, d_k=D_MODEL // N_HEADS) in [m.value for m in box.markdown]
+    table = box.dataframe[0].value
+    assert list(table[translate("attention.why_scale.col_d_k", lang)]) == [4, 16, 64, 256]
+    variance = table[translate("attention.why_scale.col_var_raw", lang)].to_numpy()
+    assert variance == pytest.approx([4, 16, 64, 256], rel=0.1)

@@ -212,3 +212,14 @@ def test_every_head_csv_covers_every_layer_and_head():
     assert set(zip(frame["layer"], frame["head"])) == {(l, h) for l in (1, 2) for h in (1, 2, 3)}
     row = frame[(frame["layer"] == 2) & (frame["head"] == 3) & (frame["query_position"] == 1)]
     assert row["weight"].to_numpy() == pytest.approx(maps[1, 2, 1], abs=1e-6)
+
+
+def test_why_scale_measures_the_variance_the_paper_gives():
+    """#35 item 10: unit-variance q and k give q·k a variance of d_k; divided by √d_k it is 1 for every d_k, and
+    the softmax of a row stops saturating."""
+    from explain.attention import why_scale
+    table = why_scale((4, 64, 256))
+    assert table["var_raw"].to_numpy() == pytest.approx([4, 64, 256], rel=0.1)
+    assert table["var_scaled"].to_numpy() == pytest.approx([1, 1, 1], rel=0.1)
+    assert list(table["peak_raw"]) == sorted(table["peak_raw"]) and table["peak_raw"].iloc[-1] > 0.9
+    assert table["peak_scaled"].to_numpy() == pytest.approx([0.32] * 3, abs=0.03)
