@@ -38,8 +38,8 @@ MAP_CSS = """
 
 
 # The view each block of the diagram names, found by where the block stands (the same in every
-# language's drawing): (x, y) of its box, or of its text where it has no box -> (stop key, URL values,
-# the catalog key of the view's name, for the block's tooltip).
+# language's drawing): (x, y) of its box, of its text where it has no box, or of the start of its arrow
+# (the residual connections) -> (stop key, URL values, the catalog key of the view's name, for the tooltip).
 BLOCK_VIEWS: dict[tuple[str, str], tuple[str, dict[str, str], str]] = {
     ("230", "975"): ("tokens", {"tokens_side": "source"}, "tokens.batch.side_source"),  # Inputs
     ("140", "895"): ("tokens", {"tokens_side": "source"}, "tokens.batch.side_source"),  # Input Embedding
@@ -62,10 +62,12 @@ BLOCK_VIEWS: dict[tuple[str, str], tuple[str, dict[str, str], str]] = {
     ("470", "370"): ("output_and_loss", {"output_and_loss_view": "logits"}, "output_and_loss.section.logits"),  # Linear
     ("470", "310"):  # Softmax
         ("output_and_loss", {"output_and_loss_view": "logits"}, "output_and_loss.section.logits"),
+    **{(x, y): ("residual_stream", {"residual_stream_stack": stack}, f"residual_stream.stack.{stack}")  # residual arrows
+       for stack, x, ys in (("encoder", "230", ("828", "702")), ("decoder", "560", ("828", "700", "562"))) for y in ys},
 }
 _BLOCK = re.compile(r'<a href="\./[^"]*" data-page="([^"]+)">(.*?)</a>', re.DOTALL)
 _TITLE = re.compile(r"<title>.*?</title>", re.DOTALL)
-_PLACE = re.compile(r'<(?:rect|text)\b[^>]*?\bx="([^"]+)" y="([^"]+)"')
+_PLACE = re.compile(r'<(?:rect|text)\b[^>]*?\bx="([^"]+)" y="([^"]+)"|<path\b[^>]*?\bd="M ([\d.]+) ([\d.]+)')
 
 
 def block_link(match: re.Match, lang: str) -> str:
@@ -76,7 +78,7 @@ def block_link(match: re.Match, lang: str) -> str:
     """
     key, body = match.group(1), match.group(2)
     place = _PLACE.search(body)
-    view = BLOCK_VIEWS.get(place.groups() if place else ("", ""))
+    view = BLOCK_VIEWS.get(tuple(g for g in place.groups() if g is not None) if place else ("", ""))
     if view is None:
         return match.group(0)
     key, values, name_key = view

@@ -47,3 +47,13 @@ def test_every_block_the_diagram_names_opens_its_view_in_both_drawings(lang):
         query = "&amp;".join(f"{name}={value}" for name, value in values.items())
         assert f'data-page="{key}" data-query="{query}"' in svg, (lang, x, y, key)
     assert svg.count("data-query=") == len(home_view.BLOCK_VIEWS)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_decoder_residual_arrows_open_the_decoder_stack(lang):
+    """#35 item 15: the decoder side's residual arrows opened the Residual stream page on the encoder stack."""
+    svg = home_view._svg(lang)
+    arrows = re.findall(r'<a href="\./residual-stream\?([^"]*)" data-page="residual_stream"[^>]*>.*?d="M (\d+) ', svg,
+                        re.DOTALL)
+    assert sorted(arrows) == sorted([("residual_stream_stack=encoder", "230")] * 2
+                                    + [("residual_stream_stack=decoder", "560")] * 3)

@@ -1,6 +1,6 @@
-"""What the Masks page says about the masks is what the model does (#35 items 1 and 13): the token position i must
-guess is at position i + 1 of the decoder's input, and a hidden score is the most negative finite float, not −∞,
-with fully hidden rows set to zeros."""
+"""What the pages say is what the model does (#35): the token position i must guess is at position i + 1 of the
+decoder's input, and a hidden score is the most negative finite float, not −∞, with fully hidden rows set to zeros
+(Masks, items 1 and 13); a zero update leaves the vector unchanged only before LayerNorm (Residual stream, 12)."""
 from __future__ import annotations
 
 import torch
@@ -27,3 +27,13 @@ def test_a_hidden_score_is_the_most_negative_float_and_a_fully_hidden_row_is_zer
     assert f"{torch.finfo(torch.float32).min:.1e}" == "-3.4e+38"
     assert "−3.4·10³⁸" in translate("masks.intro", "en") and "−3.4·10³⁸" in translate("masks.intro", "zh")
     assert "instead of the NaN" in translate("masks.intro", "en") and "NaN" in translate("masks.intro", "zh")
+
+
+def test_the_residual_intro_says_a_zero_update_is_renormalised_in_post_norm_layers():
+    from model.checkpoint import available_pretrained, load_checkpoint, pretrained_path
+    from ui.models import LANGUAGE_DEFAULTS
+    for default in LANGUAGE_DEFAULTS.values():
+        if default in available_pretrained():
+            assert not load_checkpoint(pretrained_path(default)).model.config.norm_first  # "the default models"
+    assert "post-norm" in translate("residual_stream.intro", "en") and "LayerNorm" in translate("residual_stream.intro", "en")
+    assert "后置归一化" in translate("residual_stream.intro", "zh") and "LayerNorm" in translate("residual_stream.intro", "zh")
