@@ -128,6 +128,9 @@ def planned_schedule() -> None:
     if settings.warmup > settings.max_steps:
         st.warning(t("training.schedule.peak_after_cap", warmup=settings.warmup, steps=settings.max_steps),
                    icon=":material/block:")
+    if len(warmups) > 1 and second > settings.max_steps:
+        st.caption(t("training.schedule.compare_after_cap", warmup=second, steps=settings.max_steps,
+                     lr=f"{charts.peak_rate(d_model, second, settings.factor):.2e}"))
     st.caption(t("training.schedule.peak_caption"))
     st.slider(t("training.schedule.compare"), trs.COMPARE.lo, trs.COMPARE.hi, key=compare_key,
               help=t("training.schedule.compare_help"))

@@ -122,7 +122,8 @@ def _color(series: Sequence[str]) -> dict:
 
 
 def _x(title: str, domain: Sequence[float] | None = None) -> dict:
-    x = {"field": "step", "type": "quantitative", "title": title, "axis": {"format": "~s"},
+    # "," and not "~s": Vega gives all ticks one SI prefix, so 200 and 400 read "0.2k" and "0.4k"
+    x = {"field": "step", "type": "quantitative", "title": title, "axis": {"format": ","},
          "scale": {"zero": True}}
     if domain is not None:
         x["scale"] = {"domain": list(domain), "nice": False}

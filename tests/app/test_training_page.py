@@ -8,6 +8,7 @@ that session's cache, which is also what stops a run when a browser goes away.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import time
 
@@ -18,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 from tests.app.apptest_helpers import clean, open_script, texts
 from model import training as engine
 from model.training import TrainingRun
-from ui.i18n import translate
+from ui.i18n import LANGS, translate
 from ui.training import charts as training_charts
 from ui.training import settings as trs
 from ui.training import session as ts
@@ -368,3 +369,20 @@ def test_the_compare_slider_adds_a_second_curve_from_the_link_and_when_moved(app
     assert series(at) == {100}
     clean(at.slider(key="training.warmup").set_value(800).run())
     assert series(at) == {800, 100}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_second_curve_that_peaks_after_the_cap_says_so_and_steps_read_in_full(app, lang):
+    """#35 item 16: the second curve peaked beyond the axis with nothing said, and the step axis read "0.2k"."""
+    at = open_training(app, lang=lang, training_warmup="100", training_cmp="800")
+    pattern = re.escape(translate("training.schedule.compare_after_cap", lang, warmup=800, steps="@S", lr="@L"))
+    pattern = pattern.replace("@S", r"(?P<steps>\d+)").replace("@L", r"(?P<lr>[\d.e+-]+)")
+    found = [re.fullmatch(pattern, c) for c in texts(at.caption) if re.fullmatch(pattern, c)]
+    assert len(found) == 1, texts(at.caption)
+    (d_model,) = {int(m) for c in texts(at.caption) for m in re.findall(r"(\d+)\^\{-0.5\}\\cdot 100", c)}
+    steps, rate = found[0]["steps"], found[0]["lr"]
+    assert int(steps) < 800 and float(rate) == pytest.approx(training_charts.peak_rate(d_model, 800, 1.0), rel=1e-2)
+    spec = json.loads(charts(at)[0].proto.spec)
+    assert {layer["encoding"]["x"]["axis"]["format"] for layer in spec["layer"] if "x" in layer["encoding"]} == {","}
+    clean(at.slider(key="training.compare").set_value(200).run())  # peaks inside the run: nothing to say
+    assert not any(re.fullmatch(pattern, c) for c in texts(at.caption))

@@ -48,6 +48,11 @@ def _planned_datasets(d_model: int, factor: float, max_steps: int,
     return {"curve": fig.curve_table(lines), "peak": fig.peak_table(peaks)}
 
 
+def peak_rate(d_model: int, warmup: int, factor: float) -> float:
+    """The Noam rate at its peak, the last warmup step: factor · d_model^-0.5 · warmup^-0.5."""
+    return noam_lr(warmup, d_model, warmup, factor)
+
+
 def worked_peak(d_model: int, warmup: int, factor: float) -> str:
     """The peak rate worked out in LaTeX: lr_max = factor · d_model^-0.5 · warmup^-0.5 = value."""
     peak = noam_lr(warmup, d_model, warmup, factor)

@@ -4,9 +4,9 @@ A visitor trains one run at a time, so an experiment's runs go one after another
 (:meth:`ui.training.session.TrainingSession.start_queue`): the same task, seed and step cap, each
 run changing one setting. They all appear in the compare list, ticked, so the overlay draws them
 as they come. The step caps are small enough for each run to finish in a minute or two on one CPU
-core; ``seconds`` is the longest one run took on the project's busy 2-core machine (load average
-5-8; on a quiet core a run takes about a quarter of that). The numbers in the comments were
-measured with the page's settings (seed 0).
+core; ``seconds`` is the longest one run took on one quiet core of the project's 2-core machine
+(session 17, load average 1; a server busy with a class takes longer, and the texts say so). The numbers
+in the comments were measured with the page's settings (seed 0).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class Experiment:
     key: str  # its texts: training.experiment.<key>.{button,what,look}
     shared: Mapping[str, Any]
     runs: tuple[Mapping[str, Any], ...]
-    seconds: int  # measured training time of one run on one CPU core
+    seconds: int  # the longest run's training time on one quiet CPU core (measured, session 17)
 
     def settings(self) -> list[Settings]:
         """The settings of each run, in the order they train."""
@@ -44,16 +44,16 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     # 0.2 · 32^-0.5 = 0.035. Measured (seed 0, step 600): post-norm loss 3.51, exact match 0 %;
     # pre-norm 1.77, 19 %. At factor 0.4 (and 1.0) both stall.
     Experiment("norm", {"task": "copy", "preset": "tiny", "warmup": 1, "factor": 0.2, "max_steps": 600},
-               ({"norm_first": False}, {"norm_first": True}), seconds=110),
+               ({"norm_first": False}, {"norm_first": True}), seconds=15),
     # Step 700: sinusoidal loss 2.60, RoPE 1.27 (9 % exact match), no positions 3.27.
     Experiment("position", {"task": "reverse", "preset": "tiny", "max_steps": 700},
-               ({"position_kind": "sinusoidal"}, {"position_kind": "rope"}, {"position_kind": "none"}), seconds=120),
+               ({"position_kind": "sinusoidal"}, {"position_kind": "rope"}, {"position_kind": "none"}), seconds=20),
     # Step 800: ReLU (26,129 parameters) loss 1.24, 15 %; SwiGLU (26,001) 1.21, 19 %.
     Experiment("ffn", {"task": "sort", "preset": "tiny", "max_steps": 800},
-               ({"ffn_kind": "relu"}, {"ffn_kind": "swiglu"}), seconds=90),
+               ({"ffn_kind": "relu"}, {"ffn_kind": "swiglu"}), seconds=18),
     # Step 800: ε 0.1 loss 0.99 (its floor is 0.71), 65 %; ε 0: loss 0.30, 76 %.
     Experiment("smoothing", {"task": "copy", "preset": "tiny", "max_steps": 800},
-               ({"label_smoothing": 0.1}, {"label_smoothing": 0.0}), seconds=110),
+               ({"label_smoothing": 0.1}, {"label_smoothing": 0.0}), seconds=14),
 )
 BY_KEY = {experiment.key: experiment for experiment in EXPERIMENTS}
 
