@@ -314,3 +314,12 @@ def test_inside_one_head_says_why_the_paper_divides_by_sqrt_d_k(app, lang):
     assert list(table[translate("attention.why_scale.col_d_k", lang)]) == [4, 16, 64, 256]
     variance = table[translate("attention.why_scale.col_var_raw", lang)].to_numpy()
     assert variance == pytest.approx([4, 16, 64, 256], rel=0.1)
+
+
+def test_the_issues_bad_link_says_what_it_shows_instead(app):
+    """#35 item 17: ``att_layer=9&att_kind=bogus`` (old names, still honoured) opens with a notice for each value."""
+    at = open_attention(app, att_layer="9", att_kind="bogus")
+    toasts = [str(toast.value) for toast in at.toast]
+    assert len(toasts) == 2 and any("bogus" in s and "encoder" in s for s in toasts) and any("9" in s for s in toasts)
+    assert query(at, "attention_kind") == "encoder" and query(at, "attention_layer") == str(N_LAYERS - 1) \
+        or query(at, "attention_layer") in ("1", str(N_LAYERS))
