@@ -245,12 +245,19 @@ def sharpness(weights, other_weights) -> None:
 def statistics(view: AttentionView, kind: str) -> None:
     stats = head_statistics(attention_maps(view, kind))
     st.caption(t("attention.stats.caption"))
-    columns = {name: t(f"attention.stats.col_{name}") for name in stats.columns}
-    st.dataframe(stats.rename(columns=columns), hide_index=True, width="stretch")
+    # Cross-attention's queries (the answer) and keys (the source) are two sentences: a distance between their
+    # positions, or a diagonal, means nothing there.
+    positional = kind != "cross"
+    shown = stats if positional else stats.drop(columns=["distance", "diagonal"])
+    columns = {name: t(f"attention.stats.col_{name}") for name in shown.columns}
+    st.dataframe(shown.rename(columns=columns), hide_index=True, width="stretch")
+    if not positional:
+        st.caption(t("attention.stats.cross_note"))
     hover = (f"{t('attention.layer')} %{{customdata[0]}} · {t('attention.head')} %{{customdata[1]}}<br>"
-             f"{t('attention.stats.col_focus')}: %{{y:.2f}}<br>{t('attention.stats.col_entropy')}: %{{customdata[2]:.2f}}"
-             f"<br>{t('attention.stats.col_distance')}: %{{customdata[3]:.2f}}<br>"
-             f"{t('attention.stats.col_diagonal')}: %{{customdata[4]:.2f}}")
+             f"{t('attention.stats.col_focus')}: %{{y:.2f}}<br>{t('attention.stats.col_entropy')}: %{{customdata[2]:.2f}}")
+    if positional:
+        hover += (f"<br>{t('attention.stats.col_distance')}: %{{customdata[3]:.2f}}<br>"
+                  f"{t('attention.stats.col_diagonal')}: %{{customdata[4]:.2f}}")
     chart = charts.stats_figure(stats, x_title=t("attention.head"), y_title=t("attention.stats.col_focus"),
                                 layer_label=t("attention.layer"), head_label=t("attention.head"), hover=hover)
     plot(chart, key="attention.stats_chart", config=PLOT_CONFIG)

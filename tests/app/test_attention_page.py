@@ -321,5 +321,19 @@ def test_the_issues_bad_link_says_what_it_shows_instead(app):
     at = open_attention(app, att_layer="9", att_kind="bogus")
     toasts = [str(toast.value) for toast in at.toast]
     assert len(toasts) == 2 and any("bogus" in s and "encoder" in s for s in toasts) and any("9" in s for s in toasts)
-    assert query(at, "attention_kind") == "encoder" and query(at, "attention_layer") == str(N_LAYERS - 1) \
-        or query(at, "attention_layer") in ("1", str(N_LAYERS))
+    assert query(at, "attention_kind") == "encoder" and query(at, "attention_layer") in ("1", str(N_LAYERS))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_cross_attention_statistics_leave_out_positional_measures(app, lang):
+    """#35 item 7: "mean distance |query − key|" and "diagonal share" compared positions of two sentences."""
+    at = open_attention(app, lang=lang, att_view="stats", att_kind="cross")
+    columns = list(at.dataframe[0].value.columns)
+    assert translate("attention.stats.col_distance", lang) not in columns
+    assert translate("attention.stats.col_diagonal", lang) not in columns
+    assert translate("attention.stats.col_focus", lang) in columns
+    assert translate("attention.stats.cross_note", lang) in [c.value for c in at.caption]
+    hover = chart(at, "attention.stats_chart")["data"][0]["hovertemplate"]
+    assert translate("attention.stats.col_distance", lang) not in hover
+    at = open_attention(app, lang=lang, att_view="stats", att_kind="encoder")  # one sentence: they mean something
+    assert translate("attention.stats.col_distance", lang) in list(at.dataframe[0].value.columns)
