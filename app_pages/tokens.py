@@ -2,7 +2,7 @@
 import streamlit as st
 
 from explain.embeddings import EmbeddingStages, embedding_stages, rms
-from explain.text import PreparedText
+from explain.text import LISTED_UNKNOWN, PreparedText, unit_of
 from explain.tokens import (SENTENCE_ROWS, SIDES, SentenceBatch, batch_of, fallback_tokenizer, sentence_frame,
                             side_frames)
 from figures.labels import display_token
@@ -34,15 +34,21 @@ def batch_tables(batch: SentenceBatch) -> None:
                  cells=len(rows) * width))
 
 
-def sentence_table(batch: SentenceBatch, prepared: PreparedText, index: int) -> None:
-    """Sentence ``index`` as characters → tokens → ids, and which of its characters became ``<unk>``."""
-    frame, kinds = sentence_frame(batch, index, {k: t(f"tokens.sentence.row_{k}") for k in SENTENCE_ROWS})
+def sentence_table(batch: SentenceBatch, prepared: PreparedText, index: int, unit: str) -> None:
+    """Sentence ``index`` as characters (or words) → tokens → ids, and which of them became ``<unk>``."""
+    labels = {k: t(f"tokens.sentence.row_{k}") for k in SENTENCE_ROWS}
+    if unit == "word":
+        labels["chars"] = t("tokens.sentence.row_words")
+    frame, kinds = sentence_frame(batch, index, labels, unit)
     st.html(kind_table_html(frame, kinds, "sentence"))
     unknown = prepared.unknown[index]
     if unknown:
         listed = ", ".join(t("tokens.sentence.unknown_item", pos=pos, char=markdown_literal(display_token(ch)))
-                           for pos, ch in unknown[:12])
-        st.warning(t("tokens.sentence.unknown", count=len(unknown), listed=listed), icon=":material/help:")
+                           for pos, ch in unknown[:LISTED_UNKNOWN])
+        if len(unknown) > LISTED_UNKNOWN:
+            listed += t("tokens.sentence.unknown_more", more=len(unknown) - LISTED_UNKNOWN)
+        st.warning(t(f"tokens.sentence.unknown{'_words' if unit == 'word' else ''}", count=len(unknown),
+                     listed=listed), icon=":material/help:")
     st.caption(t("tokens.sentence.caption"))
 
 
@@ -114,5 +120,5 @@ with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
         index = sentence_picker(t("tokens.sentence.pick"), sentences,
                                 t("tokens.sentence.option", n="{n}", text="{text}"),
                                 "tokens")
-        sentence_table(batch, prepared, index)
+        sentence_table(batch, prepared, index, unit_of(tokenizer))
         embedding_section(ckpt, tuple(batch.source[index].ids))

@@ -62,7 +62,8 @@ def prepare_sentences(text: str | None, tokenizer, *, max_lines: int = MAX_LINES
                               {"limit": max_chars}))
     unknown = [[(u.position, u.char) for u in tokenizer.encode_with_report(line).unknown] for line in lines]
     if any(unknown):
-        notices.extend(_unknown_notices(sorted({c for row in unknown for _, c in row}), tokenizer, words))
+        in_order = list(dict.fromkeys(c for row in unknown for _, c in row))  # as the visitor wrote them
+        notices.extend(_unknown_notices(in_order, tokenizer, words))
     return PreparedText(lines, unknown, notices)
 
 
@@ -82,13 +83,24 @@ def suggestions(word: str, known: Sequence[str], n: int = 3) -> list[str]:
     return difflib.get_close_matches(word, known, n=n)
 
 
+LISTED_UNKNOWN = 20  # unknown characters or words named in a notice; the rest are counted
+
+
 def _unknown_notices(units: list[str], tokenizer, words: bool) -> list[Notice]:
-    """The notice naming the unknown characters or words, and for words one with "did you mean" suggestions."""
+    """The notice naming the unknown characters or words (in the order they were written, a space as ␣, the
+    ones past :data:`LISTED_UNKNOWN` counted), and for words one with "did you mean" suggestions."""
+    listed, more = units[:LISTED_UNKNOWN], len(units) - LISTED_UNKNOWN
     if not words:
-        return [Notice("common.input.unknown_chars", {"chars": " ".join(units[:20])})]
+        chars = " ".join("␣" if ch == " " else ch for ch in listed)
+        if more > 0:
+            return [Notice("common.input.unknown_chars_more", {"chars": chars, "more": more})]
+        return [Notice("common.input.unknown_chars", {"chars": chars})]
     known = known_units(tokenizer)
-    notices = [Notice("common.vocabulary.unknown_words", {"words": " ".join(units[:20])})]
-    pairs = [f"{word} → {' / '.join(close)}" for word in units[:20] if (close := suggestions(word, known))]
+    if more > 0:
+        notices = [Notice("common.vocabulary.unknown_words_more", {"words": " ".join(listed), "more": more})]
+    else:
+        notices = [Notice("common.vocabulary.unknown_words", {"words": " ".join(listed)})]
+    pairs = [f"{word} → {' / '.join(close)}" for word in listed if (close := suggestions(word, known))]
     if pairs:
         notices.append(Notice("common.vocabulary.did_you_mean", {"pairs": "; ".join(pairs)}))
     return notices

@@ -17,7 +17,7 @@ import torch
 
 from model.checkpoint import Checkpoint
 from model.tasks import DEFAULT_ALPHABET, UnknownTaskError, get_task
-from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, CharTokenizer, Tokenizer
+from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, CharTokenizer, Tokenizer, split_words
 
 SIDES: tuple[str, ...] = ("source", "decoder_in", "labels")
 KINDS: tuple[str, ...] = ("char", "special", "unk", "pad")
@@ -143,14 +143,17 @@ def side_frames(rows: list[Row], row_labels: list[str]) -> tuple[pd.DataFrame, p
     return tokens, ids, kinds
 
 
-def sentence_frame(batch: SentenceBatch, index: int, labels: dict[str, str]) -> tuple[pd.DataFrame, np.ndarray]:
-    """Characters → tokens → ids of sentence ``index``, one column per position, as text cells.
+def sentence_frame(batch: SentenceBatch, index: int, labels: dict[str, str],
+                   unit: str = "char") -> tuple[pd.DataFrame, np.ndarray]:
+    """Characters (or words, for ``unit`` "word") → tokens → ids of sentence ``index``, one column per
+    position, as text cells: a word model's first row holds the words as the tokenizer splits them, so word i
+    stands above token i.
 
     ``labels`` names the rows, one for each of :data:`SENTENCE_ROWS`. Padding is left out (it is
     the batch's, not the sentence's); short rows end in empty cells. Returns the frame and the
     kinds of its cells.
     """
-    sentence = batch.sentences[index]
+    sentence = split_words(batch.sentences[index]) if unit == "word" else list(batch.sentences[index])
     parts = (batch.source[index], batch.decoder_in[index], batch.labels[index])
     width = max([len(sentence)] + [row.length for row in parts])
     cells: list[list[str]] = []
@@ -160,7 +163,7 @@ def sentence_frame(batch: SentenceBatch, index: int, labels: dict[str, str]) -> 
         cells.append(values + [""] * (width - len(values)))
         kinds.append(row_kinds + ["char"] * (width - len(row_kinds)))
 
-    add(list(sentence), ["char"] * len(sentence))
+    add(sentence, ["char"] * len(sentence))
     for row in parts:
         n = row.length
         add(row.tokens[:n], row.kinds[:n])

@@ -36,7 +36,7 @@ def test_character_tokenizers_keep_their_character_limit_and_notice():
     assert [n.key for n in prepared.notices] == ["common.input.truncated"]
     chinese = prepare_sentence("猫吃了橘子", CharTokenizer("猫吃了"))
     assert [n.key for n in chinese.notices] == ["common.input.unknown_chars"]
-    assert chinese.notices[0].values == {"chars": "子 橘"}
+    assert chinese.notices[0].values == {"chars": "橘 子"}  # in the order they were written
 
 
 def test_units_are_joined_as_each_language_writes_them():
@@ -45,3 +45,15 @@ def test_units_are_joined_as_each_language_writes_them():
     assert first_units("the cat ate two apples .", 3, "word") == "the cat ate"
     assert first_units("猫昨天在花园里", 3, "char") == "猫昨天"
     assert known_units(CharTokenizer("ab")) == ("a", "b") and known_units(WORDS)[:2] == ("the", "cat")
+
+
+def test_unknown_units_are_listed_in_sentence_order_with_a_visible_space_and_the_rest_counted():
+    """#35 items 5 and 8: the list was sorted, cut at 20 without a word, and an unknown space was invisible."""
+    chars = prepare_sentence("zy x", CharTokenizer("abc"))
+    assert chars.notices[0].key == "common.input.unknown_chars"
+    assert chars.notices[0].values == {"chars": "z y ␣ x"}
+    many = prepare_sentence("".join(chr(0x4E00 + i) for i in range(25)), CharTokenizer("abc"), max_chars=100)
+    assert many.notices[0].key == "common.input.unknown_chars_more"
+    assert many.notices[0].values["more"] == 5 and many.notices[0].values["chars"].startswith("一 丁")
+    words = prepare_sentence("the zebra ate a kiwi .", WORDS)
+    assert words.notices[0].values == {"words": "zebra a kiwi"}  # as written, not sorted

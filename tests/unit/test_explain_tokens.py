@@ -74,3 +74,13 @@ def test_sentence_frame_leaves_the_batch_padding_out(tokenizer):
     frame, kinds = sentence_frame(batch, 0, {k: k for k in SENTENCE_ROWS})
     assert frame.shape == (7, 2) and "<pad>" not in frame.to_numpy()
     assert not (kinds == "pad").any()
+
+
+def test_a_word_models_first_row_holds_its_words_above_their_tokens():
+    """#35 item 5: the letters row and the word tokens shared column numbers, so "t" sat above "the"."""
+    from explain.tokens import batch_of
+    batch = batch_of(("The cat ate two apples .",), "", "en-zh")
+    frame, _ = sentence_frame(batch, 0, {k: k for k in SENTENCE_ROWS}, unit="word")
+    words = ["the", "cat", "ate", "two", "apples", "."]
+    assert list(frame.loc["chars"])[:len(words)] == words
+    assert list(frame.loc["source"])[:len(words)] == words  # word i above token i
