@@ -23,7 +23,7 @@ from ui.nav import smoothing_note
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal, pick
-from ui.widgets import answer_box, csv_download, plot, sentence_input, unit_names
+from ui.widgets import answer_box, csv_download, plot, sentence_input, unit_names, unknown_source_note
 from ui.exercise_panel import UseMine, exercise_panel
 
 SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
@@ -54,6 +54,7 @@ def answer_and_check(ckpt, source: str, answer: str) -> None:
         st.markdown(t("attention.answer_label"))
         answer_box(answer)
     with check_col:
+        unknown_source_note(ckpt, source)
         if expected is None:
             st.caption(t("attention.no_expected"))
         elif expected == answer:

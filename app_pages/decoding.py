@@ -19,7 +19,8 @@ from ui.nav import smoothing_note
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
-from ui.widgets import answer_box, char_limit, plot, sentence_input, show_box_cut, show_notices, unit_names
+from ui.widgets import (answer_box, char_limit, plot, sentence_input, show_box_cut, show_notices, unit_names,
+                        unknown_source_note)
 
 SECTIONS = ("steps", "compare", "forcing")
 SECTION = ChoiceParam("decoding_view", "steps", choices=SECTIONS)
@@ -204,6 +205,7 @@ def compare(ckpt, source: str) -> None:
             if expected is not None:
                 st.caption(t("decoding.compare.right" if trace.output == expected else "decoding.compare.wrong"))
     sample_chance_note(ckpt, source, temperature, top_k)
+    unknown_source_note(ckpt, source)
     same = traces["beam"].output == traces["greedy"].output
     st.caption(t("decoding.compare.beam_same" if same else "decoding.compare.beam_differs"))
     st.subheader(t("decoding.compare.beams_heading"))

@@ -83,6 +83,11 @@ def suggestions(word: str, known: Sequence[str], n: int = 3) -> list[str]:
     return difflib.get_close_matches(word, known, n=n)
 
 
+def unknown_units(tokenizer, text: str) -> list[str]:
+    """The characters or words of ``text`` that ``tokenizer`` does not know (each once, as written)."""
+    return list(dict.fromkeys(u.char for u in tokenizer.encode_with_report(text).unknown))
+
+
 LISTED_UNKNOWN = 20  # unknown characters or words named in a notice; the rest are counted
 
 

@@ -16,7 +16,8 @@ from typing import Any, Callable
 import streamlit as st
 
 from explain.tasks import FALLBACK_BATCH, task_batch_example, task_example
-from explain.text import MAX_CHARS, MAX_LINES, PreparedText, known_units, prepare_sentence, prepare_sentences, unit_of
+from explain.text import (LISTED_UNKNOWN, MAX_CHARS, MAX_LINES, PreparedText, known_units, prepare_sentence,
+                          prepare_sentences, unit_of, unknown_units)
 from explain.tokens import fallback_tokenizer, target_tokenizer
 from figures.style import upright_axis_titles
 from model.tokenizer import REPLACEMENT_CHAR, SPECIAL_TOKENS, UNK_ID
@@ -47,7 +48,8 @@ def char_limit(checkpoint: Any) -> int:
 def show_notices(prepared: PreparedText) -> None:
     """One warning per notice about typed text (cut, unknown characters, empty)."""
     for notice in prepared.notices:
-        values = {k: markdown_literal(v, 80) if isinstance(v, str) else v for k, v in notice.values.items()}
+        # a generous bound: a list of words or suggestions is never cut in the middle of one
+        values = {k: markdown_literal(v, 600) if isinstance(v, str) else v for k, v in notice.values.items()}
         st.warning(t(notice.key, **values), icon=":material/warning:")
 
 
@@ -162,6 +164,15 @@ def sentence_picker(label: str, sentences: tuple[str, ...], option: str, page: s
     clamp_state(SENTENCE_KEY, param.hi)
     return st.selectbox(label, range(len(sentences)), key=_shared_key(param, SENTENCE_KEY, page),
                         format_func=lambda n: option.format(n=n + 1, text=sentences[n]))
+
+
+def unknown_source_note(checkpoint: Any, source: str) -> None:
+    """Beside an answer: which units of ``source`` the model was given as ``<unk>``, and that an answer built on
+    them is a guess (it looks like any other translation otherwise)."""
+    unknown = unknown_units(checkpoint.tokenizer, source)
+    if unknown:
+        shown = " ".join("␣" if u == " " else u for u in unknown[:LISTED_UNKNOWN])
+        st.warning(t("common.answer_unknown_source", units=markdown_literal(shown, 600)), icon=":material/help:")
 
 
 def answer_box(text: str) -> None:

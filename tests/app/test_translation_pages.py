@@ -20,6 +20,7 @@ from tests.app.apptest_helpers import chart, clean, open_script, query, texts
 from ui import models
 from ui.i18n import LANGS, translate
 from ui.tour import TOUR, stop
+from ui.url_state import markdown_literal
 
 TRANSLATION = ("en-zh", "zh-en")
 pytestmark = pytest.mark.skipif(any(not models.checkpoint_path(m).exists() for m in TRANSLATION),
@@ -309,3 +310,23 @@ def test_texts_name_words_or_characters_as_the_model_reads(app, lang, model, uni
     titles = [axis["title"]["text"] for name, axis in layout.items()
               if name.startswith("xaxis") and isinstance(axis.get("title"), dict) and "text" in axis["title"]]
     assert translate("decoding.source_axis", lang, src_unit=translate(f"common.unit.{unit}", lang)) in titles
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("page", ["attention", "decoding"])
+def test_an_answer_built_on_unknown_words_says_it_is_a_guess(app, lang, page):
+    """#35 item 8: "my mother likes green tea ." came back as a fluent 玛丽打开了苹果。 with only "no known
+    correct answer" beside it. The unknown words are named in sentence order, capitals read as lower case."""
+    query = {"model": "en-zh", "lang": lang, ("attention_text" if page == "attention" else "decoding_text"):
+             "My mother likes green tea!"}
+    if page == "decoding":
+        query["decoding_view"] = "compare"
+    at = open_page(app, page, query)
+    note = translate("common.answer_unknown_source", lang, units=markdown_literal("my mother likes green !", 600))
+    assert note in texts(at.warning)
+    at = open_page(app, page, {**query, query_key(page): EXAMPLE["en-zh"]})
+    assert not any(w.startswith(note.split("`")[0]) for w in texts(at.warning))
+
+
+def query_key(page: str) -> str:
+    return "attention_text" if page == "attention" else "decoding_text"
