@@ -19,7 +19,7 @@ from ui.code_panel import chosen, code_panel
 from ui.head_set import HeadSetParam
 from ui.i18n import t
 from ui.models import MODEL_STATE_KEY, available_models
-from ui.nav import smoothing_note
+from ui.nav import scroll_if_asked, scroll_later, smoothing_note
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal, pick
@@ -334,6 +334,7 @@ def open_example(model: str, sentence: str, kind: str, head: tuple[int, int] | N
     if head is not None:
         state[LAYER_KEY], state[HEAD_KEY] = head
         pick(FOCUS)
+    scroll_later("attention.section")  # the view it opened is far above the button
 
 
 def reorder_try(task: str) -> None:
@@ -428,3 +429,4 @@ with page("attention", formulas=FORMULAS, formula_note=True, try_this="bottom",
           try_extra=translation_try) as checkpoint:
     shown = explorer(checkpoint) if checkpoint is not None else None
     exercise_panel("attention", use_mine=None if shown is None else UseMine.sentence(checkpoint, *shown))
+scroll_if_asked()

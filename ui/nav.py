@@ -118,6 +118,43 @@ export default function (component) {
 _LINKED_CSS = ".tp-linked { font-family: var(--st-font); color: var(--st-text-color); }"
 
 
+# Runs in the page: brings the element of widget key ``data.key`` into view once per ``data.nonce`` (a click
+# that changed a view far above the button that made it, e.g. Attention's "Open the reordering example").
+_SCROLL_JS = """
+export default function (component) {
+  const { data, parentElement } = component;
+  if (!data || parentElement.tpNonce === data.nonce) return;
+  parentElement.tpNonce = data.nonce;
+  const find = (tries) => {
+    const target = document.querySelector(".st-key-" + data.key);
+    if (target) {
+      target.style.scrollMarginTop = "4.5rem";  // clear of Streamlit's fixed header
+      target.scrollIntoView({ block: "start", behavior: "smooth" });
+    }
+    else if (tries > 0) setTimeout(() => find(tries - 1), 100);
+  };
+  find(30);
+}
+"""
+SCROLL_REQUEST = "_nav.scroll_to"  # session state: the widget key to bring into view on the next run
+
+
+def scroll_later(key: str) -> None:
+    """From a callback: on the run it starts, :func:`scroll_if_asked` brings the widget ``key`` into view."""
+    st.session_state[SCROLL_REQUEST] = key
+
+
+def scroll_if_asked() -> None:
+    """Bring into view the widget a callback asked for (:func:`scroll_later`), once; nothing otherwise."""
+    key = st.session_state.pop(SCROLL_REQUEST, None)
+    if key is None:
+        return
+    nonce = st.session_state.get("_nav.scroll_nonce", 0) + 1
+    st.session_state["_nav.scroll_nonce"] = nonce
+    component = st.components.v2.component("tp_scroll_to", js=_SCROLL_JS)
+    component(key="tp_scroll_to", data={"key": key.replace(".", "-"), "nonce": nonce})
+
+
 def linked_html(markup: str, *, key: str) -> None:
     """Draw ``markup`` as one element; a click on an ``<a data-page="<stop key>">`` in it opens that stop
     in this session (Ctrl/middle-click still opens the ``href`` in a new tab). A link with
