@@ -12,7 +12,7 @@ from figures.layernorm import (feature_means_figure, gamma_beta_figure, gradient
 from ui.cache import computed
 from ui.code_panel import code_panel
 from ui.i18n import t
-from ui.nav import link
+from ui.nav import link, section_links
 from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.tour import stop
@@ -79,7 +79,7 @@ def gamma_beta(view: TokenNorm) -> None:
 
 def rms_beside(view: TokenNorm) -> None:
     """One token's vector normalised by LayerNorm and by RMSNorm, and the numbers each divides by."""
-    st.subheader(t("layer_norm.rms.heading"))
+    st.subheader(t("layer_norm.rms.heading"), anchor="layer-norm-rms")
     st.markdown(t("layer_norm.rms.intro"))
     st.latex(RMS_NORM)
     tokens = view.tokens
@@ -199,28 +199,34 @@ def gradients() -> None:
 
 FORMULAS = (LAYER_NORM, STATS)
 
+SECTIONS = ("token", "rms", "batch", "placement", "grad")  # in page order; the first three need a model and a sentence
+
 with page("layer_norm", formulas=FORMULAS, try_this="top") as ckpt:
+    jump = st.empty()  # the section links, once it is known which sections the page draws
     prepared = batch_input(ckpt, "layer_norm")
     sentences = tuple(prepared.sentences)
+    drawn = SECTIONS if ckpt is not None and sentences else SECTIONS[3:]
+    with jump.container():
+        section_links([(f"layer-norm-{s}", t(f"layer_norm.{s}.heading")) for s in drawn])
     if sentences:
         index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}",
                                                                         text="{text}"),
                                 "layer_norm")
-        st.subheader(t("layer_norm.token.heading"))
+        st.subheader(t("layer_norm.token.heading"), anchor="layer-norm-token")
         st.markdown(t("layer_norm.token.intro"))
         if ckpt is None:
             st.info(t("layer_norm.no_model"), icon=":material/info:")
         else:
             norm_view(ckpt, sentences[index])
-            st.subheader(t("layer_norm.batch.heading"))
+            st.subheader(t("layer_norm.batch.heading"), anchor="layer-norm-batch")
             st.markdown(t("layer_norm.batch.intro"))
             st.latex(BATCH_NORM)
             batch_view(ckpt, sentences, index)
 
-    st.subheader(t("layer_norm.placement.heading"))
+    st.subheader(t("layer_norm.placement.heading"), anchor="layer-norm-placement")
     st.markdown(t("layer_norm.placement.intro"))
     wirings(ckpt)
-    st.subheader(t("layer_norm.grad.heading"))
+    st.subheader(t("layer_norm.grad.heading"), anchor="layer-norm-grad")
     st.markdown(t("layer_norm.grad.intro"))
     gradients()
     st.markdown(t("layer_norm.grad.training"))

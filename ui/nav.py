@@ -41,6 +41,12 @@ def link(s: Stop, label: str | None = None, *, icon: str | None = None, icon_pos
     )
 
 
+def section_links(sections: list[tuple[str, str]]) -> None:
+    """At the top of a long page: one line of links to its sections, ``(anchor, title)`` each (the anchor that
+    the section's ``st.subheader(..., anchor=...)`` sets)."""
+    st.markdown(t("common.on_this_page") + " " + " · ".join(f"[{title}](#{anchor})" for anchor, title in sections))
+
+
 def smoothing_note(ckpt, key: str, before: str = "") -> None:
     """Under a probability: why a right token tops out near 1 − ε, with the ε the checkpoint's training used
     (``key``'s text, after ``before``), and the link to the output page's label-smoothing view. A model trained

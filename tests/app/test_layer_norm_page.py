@@ -189,3 +189,14 @@ def test_a_word_level_translation_model_runs_the_page(app, monkeypatch, name):
     for key in CHARTS:
         chart(at, key)
     assert len(table(at)) >= 1 and metric(at, "batch.layer_shift") == "0.000"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_page_opens_with_links_to_its_sections(app, lang):
+    """#35 item 21: a long page gets a line of links to its five sections, each to its heading's anchor."""
+    at = open_script(app, "app_pages/layer_norm.py", {"lang": lang}, home_first=True)
+    line = next(m.value for m in at.markdown if m.value.startswith(translate("common.on_this_page", lang)))
+    for section in ("token", "rms", "batch", "placement", "grad"):
+        assert f"[{translate(f'layer_norm.{section}.heading', lang)}](#layer-norm-{section})" in line
+    anchors = {h.proto.anchor for h in at.subheader}
+    assert {f"layer-norm-{s}" for s in ("token", "rms", "batch", "placement", "grad")} <= anchors

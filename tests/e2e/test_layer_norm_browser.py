@@ -107,3 +107,18 @@ def test_layer_norm_page_on_a_phone(page, screenshot):
     ARTIFACTS.mkdir(exist_ok=True)  # below the page's first 5000 px: the diagram and the gradients on their own
     for key in ("layer_norm.wiring_pre", "layer_norm.grad_chart"):
         widget(p, key).screenshot(path=str(ARTIFACTS / f"layernorm_phone_{key.split('.')[1]}_zh.png"))
+
+
+def test_the_section_links_jump_to_their_sections_on_a_phone(page, wait_for_app):
+    """#35 item 21: the page is some 9,000 px on a phone with five topics; a line of links at its top jumps to
+    each (same tab, the heading just below Streamlit's header)."""
+    p = page("/layer-norm?lang=zh")
+    p.set_viewport_size(PHONE)
+    links = p.locator('[data-testid="stMarkdownContainer"] p a[href^="#layer-norm-"]')
+    expect(links).to_have_count(5)
+    wait_for_app(p)
+    links.filter(has_text=translate("layer_norm.grad.heading", "zh")).click()
+    p.wait_for_function("""() => { const h = document.getElementById('layer-norm-grad');
+                                   const top = h && h.getBoundingClientRect().top;
+                                   return h && top >= 0 && top < 200; }""", timeout=15_000)
+    assert len(p.context.pages) == 1
