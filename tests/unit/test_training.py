@@ -44,16 +44,24 @@ def test_start_pause_resume_stop_and_no_thread_left():
 
 @pytest.mark.slow
 def test_same_seed_same_loss_history_even_when_runs_overlap():
+    # Once, in a loaded run of the unit tier, a loss differed in its 7th digit (4.1716928 vs 4.1716933). torch's
+    # thread count is process-wide and decides how a reduction is split; the likely cause is a thread left by an
+    # earlier test of the worker setting it mid-run (the app's warm-up does). So: no warm-up in flight, and "the
+    # same" is equal to 1e-6; another seed differs from the first step on.
+    for thread in threading.enumerate():
+        if thread.name == "tp-warmup":
+            thread.join(120)
     cfg = TrainingConfig(max_steps=25, **FAST)
     solo = TrainingRun(cfg, device="cpu").train_until_done()
     a, b = TrainingRun(cfg, device="cpu"), TrainingRun(cfg, device="cpu")
     a.start(), b.start()
     assert wait_until(lambda: not a.alive and not b.alive, 60)
-    assert a.snapshot().losses == b.snapshot().losses == solo.losses
+    assert a.snapshot().losses == pytest.approx(solo.losses, rel=1e-6)
+    assert b.snapshot().losses == pytest.approx(solo.losses, rel=1e-6)
     other = TrainingRun(TrainingConfig(max_steps=25, **{**FAST, "task": "copy"}, ), device="cpu")
-    assert other.train_until_done().losses == solo.losses
+    assert other.train_until_done().losses == pytest.approx(solo.losses, rel=1e-6)
     different = TrainingRun(TrainingConfig(max_steps=25, **{**FAST, "seed": 0} | {"seed": 1}), device="cpu")
-    assert different.train_until_done().losses != solo.losses
+    assert different.train_until_done().losses != pytest.approx(solo.losses, rel=1e-6)
 
 
 def test_snapshot_is_plain_data_and_history_is_recorded():
