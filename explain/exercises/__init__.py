@@ -9,7 +9,8 @@ from explain.exercises.attention import ATTENTION, MERGE_HEADS, SPLIT_HEADS
 from explain.exercises.bleu import BREVITY_PENALTY, MODIFIED_PRECISION
 from explain.exercises.core import (
     CATALOG, PAGES, Bug, Case, CaseResult, Exercise, Hint, LearnerOutput, Report, calls, catalog_text, check,
-    expected, matching_bug, reference_function, reference_source, run_trusted, to_numpy, to_torch, to_torch_args,
+    expected, matching_bug, reference_function, reference_source, run_function, run_trusted, to_numpy, to_torch,
+    to_torch_args, trusted_sources,
 )
 from explain.exercises.feed_forward import FEED_FORWARD
 from explain.exercises.layer_norm import LAYER_NORM
@@ -34,5 +35,5 @@ def for_page(page: str) -> tuple[Exercise, ...]:
 __all__ = [
     "CATALOG", "EXERCISES", "PAGES", "Bug", "Case", "CaseResult", "Exercise", "Hint", "LearnerOutput", "Report",
     "calls", "catalog_text", "check", "expected", "for_page", "matching_bug", "offline_test", "reference_function",
-    "reference_source", "run_trusted", "to_numpy", "to_torch", "to_torch_args",
+    "reference_source", "run_function", "run_trusted", "to_numpy", "to_torch", "to_torch_args", "trusted_sources",
 ]

@@ -252,24 +252,39 @@ def _call(function: Callable, case: Case) -> LearnerOutput:
         return LearnerOutput(None, f"{type(exc).__name__}: {exc}")
 
 
+@functools.cache
+def trusted_sources(exercise: Exercise) -> frozenset[str]:
+    """Every source this project wrote for ``exercise``: its reference, its planted bugs, its starter in each
+    language of the catalog. Nothing else is ever executed in this process."""
+    langs = sorted(p.name for p in (ROOT / "assets" / "i18n").iterdir() if (p / f"{CATALOG}.json").is_file())
+    return frozenset((reference_source(exercise), *(bug.source for bug in exercise.bugs),
+                      *(exercise.starter(lang) for lang in langs)))
+
+
+def run_function(function: Callable, exercise: Exercise) -> list[LearnerOutput]:
+    """Call ``function`` (an object of this process, never text) on every case of ``exercise``."""
+    return [_call(_probed(exercise, function), case) for case in exercise.cases()]
+
+
 def run_trusted(source: str, exercise: Exercise) -> list[LearnerOutput]:
-    """Exec ``source`` here and call its function on every case. ONLY for code written in this
-    project (references, planted bugs, starters): learner code goes to the sandbox."""
+    """Exec ``source`` here and call its function on every case. ``source`` must be one of
+    :func:`trusted_sources` (ValueError otherwise): learner code goes to the sandbox."""
+    if source not in trusted_sources(exercise):
+        raise ValueError(f"Only the reference, planted bugs and starters of {exercise.key!r} run in this process; "
+                         "other code goes to the sandbox.")
     namespace: dict[str, Any] = {"__name__": f"exercise_{exercise.key}"}
     from explain.code import PARSE_LOCK
     with PARSE_LOCK:  # CPython 3.11's compiler is not safe for two threads at once (explain.code.source_of)
         code = compile(source, f"<{exercise.key}>", "exec")
-    exec(code, namespace)  # noqa: S102 - trusted source
-    return [_call(_probed(exercise, namespace[exercise.function]), case) for case in exercise.cases()]
+    exec(code, namespace)  # noqa: S102 - one of trusted_sources, checked above
+    return run_function(namespace[exercise.function], exercise)
 
 
 @functools.cache
 def expected(exercise: Exercise) -> tuple[tuple[np.ndarray, ...], ...]:
     """The reference's outputs per case (only the named outputs)."""
-    function = _probed(exercise, reference_function(exercise))
     out = []
-    for case in exercise.cases():
-        value = _call(function, case)
+    for case, value in zip(exercise.cases(), run_function(reference_function(exercise), exercise)):
         if value.error:
             raise RuntimeError(f"the reference of {exercise.key} fails on case {case.label}: {value.error}")
         out.append(_as_outputs(value.value, len(exercise.outputs)))

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from explain.exercises import (
-    EXERCISES, PAGES, LearnerOutput, calls, catalog_text, check, expected, for_page, reference_source, run_trusted,
-    to_numpy, to_torch_args,
+    EXERCISES, PAGES, LearnerOutput, calls, catalog_text, check, expected, for_page, reference_source, run_function,
+    run_trusted, to_numpy, to_torch_args,
 )
 from explain.exercises import reference as ref
 from explain.exercises.core import _catalog
@@ -128,8 +128,10 @@ def _answers_with_first(key: str, first: LearnerOutput) -> list[LearnerOutput]:
 
 def test_an_exception_is_one_line_without_a_traceback():
     exercise = EXERCISES["layer_norm"]
-    source = 'import torch\n\n\ndef layer_norm(x, gamma, beta, eps=1e-5):\n    raise ValueError("shapes do not fit")\n'
-    report = check(exercise, run_trusted(source, exercise))
+    def layer_norm(x, gamma, beta, eps=1e-5):
+        raise ValueError("shapes do not fit")
+
+    report = check(exercise, run_function(layer_norm, exercise))
     assert {c.problem for c in report.cases} == {"error"}
     assert report.hint.key == "exercises.hint.error"
     text = report.hint.text("en")
@@ -240,3 +242,13 @@ def test_the_texts_never_name_the_notes_or_a_seed():
     for lang in LANGS:
         for key, text in _catalog(lang).items():
             assert "the notes" not in text.lower() and "seed 0" not in text.lower(), key
+
+
+def test_run_trusted_refuses_any_source_the_project_did_not_write():
+    """The one exec in the server's process runs only an exercise's own reference, planted bugs and starters."""
+    exercise = EXERCISES["layer_norm"]
+    hostile = reference_source(exercise) + "\nimport os\nos.system('true')\n"
+    with pytest.raises(ValueError, match="sandbox"):
+        run_trusted(hostile, exercise)
+    with pytest.raises(ValueError, match="sandbox"):
+        run_trusted(EXERCISES["attention"].bug("minus_inf").source, exercise)  # another exercise's code
