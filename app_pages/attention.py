@@ -6,6 +6,7 @@ from explain.attention import (KINDS, AttentionView, HeadId, ablation_triples, a
                                attention_maps, attention_name, attention_view, blocked_cells, every_head_csv, format_probability,
                                greedy_answer, head_statistics, long_attention_csv, mean_peak, most_focused_head,
                                query_key_tokens, row_entropy, sequence_probability, why_scale)
+from explain.examples import REORDER, TRANSLATIONS
 from explain.head_output import head_outputs, head_outputs_csv
 from explain.pronoun import SENTENCES, PronounHeads, pronoun_frame, pronoun_heads
 from explain.tasks import expected_output, task_of
@@ -318,9 +319,6 @@ def ablation(ckpt, source: str, base: AttentionView) -> None:
 
 # ------------------------------------------------------------------ try this: the translation models
 
-TRANSLATIONS = ("en-zh", "zh-en")
-REORDER = {"en-zh": ("the cat ate two apples in the garden yesterday .", "猫昨天在花园里吃了两个苹果。"),
-           "zh-en": ("猫昨天在花园里吃了两个苹果。", "the cat ate two apples in the garden yesterday .")}
 
 
 def open_example(model: str, sentence: str, kind: str, head: tuple[int, int] | None = None) -> None:

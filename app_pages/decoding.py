@@ -3,11 +3,12 @@ teacher forcing (training) against free running (inference)."""
 import streamlit as st
 
 from explain.decoding import (EOS, STRATEGIES, TOP_K_CHOICES, TRACE_K, DecodeTrace, beams_table, cache_savings, decode,
-                              first_difference, forcing_table, generated_tokens, parse_top_k, sample_chance,
+                              first_difference, forcing_table, generated_tokens, parse_top_k, sample_chance, step_after,
                               teacher_forcing)
 from explain.attention import format_probability
+from explain.examples import PRONOUN_SENTENCES, REFERENT_AFTER, REORDER, TRANSLATIONS
 from explain.output import trained_epsilon
-from explain.tasks import expected_output
+from explain.tasks import expected_output, task_of
 from explain.text import first_units, join_units, prepare_sentence, unit_of
 from explain.tokens import target_tokenizer
 from figures import decoding as pictures
@@ -15,10 +16,11 @@ from figures.labels import display_token
 from ui.cache import computed
 from ui.code_panel import code_panel
 from ui.i18n import t
-from ui.nav import smoothing_note
+from ui.models import MODEL_STATE_KEY, available_models
+from ui.nav import scroll_if_asked, scroll_later, smoothing_note
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
-from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal
+from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal, pick
 from ui.widgets import (answer_box, char_limit, plot, sentence_input, show_box_cut, show_notices, unit_names,
                         unknown_source_note)
 
@@ -31,6 +33,7 @@ TOP_K = ChoiceParam("decoding_topk", "all", choices=TOP_K_CHOICES)
 TARGET_CHARS = 200  # the typed teacher-forcing answer: any paste is taken and cut to this
 SEED = IntParam("decoding_seed", 0, lo=0, hi=9999)
 STEP_KEY = "decoding.step"
+JUMP_KEY = "decoding.jump_after"  # session state: an example's text; step-by-step opens on the step after it
 
 
 def trace_of(ckpt, source: str, strategy: str, **params) -> DecodeTrace:
@@ -91,6 +94,8 @@ def step_by_step(ckpt, source: str) -> None:
         sample_chance_note(ckpt, source, temperature, top_k)
     else:
         trace = trace_of(ckpt, source, "greedy")
+    if (after := st.session_state.pop(JUMP_KEY, None)) is not None and (step := step_after(trace, after)):
+        st.session_state[STEP_KEY] = step  # an example's button: open on the step it is about
     cfg = ckpt.model.config
     with st.container(horizontal=True, gap="large"):
         layer = st.segmented_control(t("decoding.layer"), list(range(1, cfg.n_layers + 1)), required=True,
@@ -248,7 +253,8 @@ def forcing(ckpt, source: str) -> None:
                  help=t("decoding.forcing.free_help"))
     columns = {name: t(f"decoding.forcing.col_{name}") for name in
                ("position", "reads_true", "should", "predicts", "p_true", "ok", "reads_own", "writes_own")}
-    st.dataframe(forcing_table(tf, free, columns, show=display_token), hide_index=True, width="stretch")
+    st.dataframe(forcing_table(tf, free, columns, show=display_token), hide_index=True, width="stretch",
+                 column_config={columns["p_true"]: st.column_config.NumberColumn(format="%.3f")})
     correct = [p == s for p, s in zip(tf.predicted_tokens, tf.target_tokens)]
     chart = pictures.forcing(tf.target_tokens, tf.true_probs, correct, x_title=t("decoding.forcing.x_title"),
                              y_title=t("decoding.probability"), hover="%{customdata}: %{y:.3f}")
@@ -299,10 +305,54 @@ def cache_section(ckpt, source: str) -> None:
     code_panel("decoding", ("kv_cache",), name="cache_code")
 
 
+# ------------------------------------------------------------------ try this: the translation examples
+
+
+def open_example(model: str, sentence: str, after: str | None = None) -> None:
+    """An example's click: ``sentence`` on ``model``, step by step with greedy decoding, on the step that
+    writes what follows ``after`` (the first step when None), brought into view."""
+    state = st.session_state
+    if state.get(MODEL_STATE_KEY) != model:
+        state[MODEL_STATE_KEY] = model
+        pick(MODEL_STATE_KEY)
+    state["decoding.text"] = sentence
+    state["decoding.section"], state["decoding.strategy"] = "steps", "greedy"
+    state[STEP_KEY] = 1
+    if after is not None:
+        state[JUMP_KEY] = after
+    scroll_later("decoding.section")
+
+
+def examples_try(ckpt) -> None:
+    """Buttons that open the reordering sentence and the pronoun pair step by step (switching to a
+    translation model when the sidebar's is not one)."""
+    task = getattr(task_of(ckpt), "name", None) if ckpt is not None else None
+    names = available_models()
+    reorder_task = task if task in TRANSLATIONS else ("en-zh" if "en-zh" in names else None)
+    if reorder_task is None:
+        return
+    st.markdown(f"**{t('decoding.examples.heading')}**")
+    if task not in TRANSLATIONS:
+        st.caption(t("decoding.examples.other_model"))
+    source, target = REORDER[reorder_task]
+    st.markdown(t(f"decoding.examples.reorder_{reorder_task.replace('-', '_')}", source=source, target=target))
+    st.button(t("decoding.examples.reorder_button"), icon=":material/swap_horiz:", key="decoding.try_reorder",
+              on_click=open_example, args=(reorder_task, source))
+    if "en-zh" not in names:
+        return
+    tired, wide = PRONOUN_SENTENCES
+    st.markdown(t("decoding.examples.pronoun", tired=tired, wide=wide, after=REFERENT_AFTER))
+    with st.container(horizontal=True):
+        for sentence, label in ((tired, "tired_button"), (wide, "wide_button")):
+            st.button(t(f"decoding.examples.{label}"), key=f"decoding.try_{label}", on_click=open_example,
+                      args=("en-zh", sentence, REFERENT_AFTER))
+
+
 FORMULAS = (r"P(y\mid x)=\prod_{t=1}^{T} P(y_t\mid y_{<t},\,x)\qquad "
             r"y_t=\arg\max_{w} P(w\mid y_{<t},\,x)\qquad "
             r"P_\tau(w)\propto P(w\mid y_{<t},\,x)^{1/\tau}",)
 
-with page("decoding", formulas=FORMULAS, formula_note=True, try_this="bottom") as checkpoint:
+with page("decoding", formulas=FORMULAS, formula_note=True, try_this="bottom", try_extra=examples_try) as checkpoint:
     if checkpoint is not None and (source := decoder_page(checkpoint)) is not None:
         cache_section(checkpoint, source)
+scroll_if_asked()

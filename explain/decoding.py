@@ -286,3 +286,12 @@ def first_difference(a: Sequence[str], b: Sequence[str]) -> int | None:
         if x != y:
             return i
     return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def step_after(trace: DecodeTrace, text: str) -> int | None:
+    """The first step (1-based) whose decoder input, after ``<bos>``, ends with ``text`` (the step that writes
+    what follows it, e.g. the referent after 因为), or None when the output never writes ``text``."""
+    for number, step in enumerate(trace.steps, start=1):
+        if "".join(step.prefix[1:]).replace(" ", "").endswith(text.replace(" ", "")):
+            return number
+    return None

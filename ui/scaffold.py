@@ -27,7 +27,9 @@ import streamlit as st
 from ui.i18n import t
 from ui.models import selected_model
 from ui.nav import tour_links
+from ui.presenter import presenter_bar
 from ui.tour import stop
+from ui.url_state import page_scope
 
 # Plotly's toolbar without its logo; "download as PNG" at twice the size (sharp on a projector).
 PLOT_CONFIG: dict[str, Any] = {"displaylogo": False, "toImageButtonOptions": {"scale": 2}}
@@ -56,6 +58,7 @@ def page(
     ``<key>.title`` (the home page shows the app's name).
     """
     s = stop(key)
+    presenter_bar(s.key)
     st.title(title or t(s.title_key))
     st.markdown(t(f"{s.key}.intro"))
     for latex in formulas:
@@ -66,7 +69,8 @@ def page(
         with st.container(border=True):
             st.markdown(t(f"{s.key}.try_this"))
     checkpoint = selected_model() if model else None
-    yield checkpoint
+    with page_scope(s.key):  # what the page binds is its view: "reset this page" forgets it
+        yield checkpoint
     if try_this == "bottom":
         with st.container(border=True):
             st.markdown(f"**{t(f'{s.key}.try.heading')}**")

@@ -23,13 +23,13 @@ import functools
 
 import streamlit as st
 
-from ui import models
+from ui import models, presenter
 from ui.training import status as training_status
 from ui.i18n import LANG_STATE_KEY, LANGS, browser_lang, current_lang, t, translate
-from ui.tour import stop
+from ui.tour import by_url_path, stop
 from ui.url_state import ChoiceParam, bind, markdown_literal, pick
 
-CARRIED_PARAMS: tuple[str, ...] = ("lang", "model")
+CARRIED_PARAMS: tuple[str, ...] = ("lang", "model", presenter.PARAM.name)  # present: only while it is on
 ELSEWHERE_KEY = "_sidebar.model_elsewhere"  # the ?model= name this session does not have, while its notice shows
 
 
@@ -51,6 +51,7 @@ def mark_model_picked() -> None:
 def bind_shared_state() -> None:
     """Settle this run's language and model from the URL / session (no drawing except notices)."""
     lang = st.session_state[bind(language_param(), key=LANG_STATE_KEY)]
+    presenter.bind_presenter()
     names = models.available_models()
     _note_model_elsewhere(names)
     if names:
@@ -151,6 +152,8 @@ def render(page_url_path: str = "") -> None:
         st.caption(t("common.sidebar.device", device=device), help=t("common.sidebar.device_help"))
         if error:
             st.warning(t("common.sidebar.device_error"), icon=":material/warning:")
+        shown = by_url_path(page_url_path)
+        presenter.sidebar_controls(shown.key if shown is not None else None)
         if page_url_path != stop("training").url_path:  # the training page draws it from its own snapshot
             training_status.sidebar_status()
     model_elsewhere_notice()

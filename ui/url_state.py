@@ -53,8 +53,9 @@ from __future__ import annotations
 
 import math
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Generic, Sequence, TypeVar
+from typing import Any, Generic, Iterator, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -275,6 +276,9 @@ class _Memo:
     bound: dict[str, _Bound] = field(default_factory=dict)  # {session key: its record}
     written: dict[str, str] = field(default_factory=dict)  # {query name: text this session last wrote}
     picked: set[str] = field(default_factory=set)  # choices (``follows`` names) the visitor or a link made
+    page: str | None = None  # the page whose body is running (:func:`page_scope`), None outside it
+    # {page key: {session key: (query name, ``follows`` name or None)}}: what each page has bound (:func:`forget_page`)
+    owned: dict[str, dict[str, tuple[str, str | None]]] = field(default_factory=dict)
 
 
 _MISSING = object()
@@ -320,6 +324,8 @@ def bind(param: Param[T], *, key: str | None = None, follows: str | None = None)
     key = key or f"url.{param.name}"
     state = st.session_state
     memo = _memo()
+    if memo.page is not None:
+        memo.owned.setdefault(memo.page, {})[key] = (param.name, follows)
     record = memo.bound.setdefault(key, _Bound())
     is_text = isinstance(param, TextParam)
     raw = st.query_params.get(param.name)
@@ -365,6 +371,37 @@ def bind(param: Param[T], *, key: str | None = None, follows: str | None = None)
     if url_is_new and rejected is not None:
         notify_bad_value(param, rejected, value)
     return key
+
+
+@contextmanager
+def page_scope(page: str) -> Iterator[None]:
+    """While the body of page ``page`` runs: every :func:`bind` is remembered as that page's (for
+    :func:`forget_page`). The language and the model, bound before any page runs, belong to no page."""
+    memo = _memo()
+    memo.page = page
+    try:
+        yield
+    finally:
+        memo.page = None
+
+
+def forget_page(page: str) -> None:
+    """Put page ``page`` back to its defaults (call from a callback: the next run draws it fresh).
+
+    Every value the page has bound (its own, and the shared sentence box and picker it draws) leaves
+    session state, the URL and :func:`bind`'s memory, and a moving default it follows is followed
+    again. Language and model stay, and so does any other page's view."""
+    import streamlit as st
+
+    memo = _memo()
+    for key, (name, follows) in memo.owned.pop(page, {}).items():
+        st.session_state.pop(key, None)
+        memo.bound.pop(key, None)
+        memo.written.pop(name, None)
+        if follows is not None:
+            memo.picked.discard(follows)
+        if name in st.query_params:
+            del st.query_params[name]
 
 
 def box_cut(key: str, text: str | None) -> int | None:

@@ -22,6 +22,7 @@ from explain.tokens import fallback_tokenizer, target_tokenizer
 from figures.style import upright_axis_titles
 from model.tokenizer import REPLACEMENT_CHAR, SPECIAL_TOKENS, UNK_ID
 from ui.i18n import t
+from ui.presenter import presented
 from ui.url_state import IntParam, TextParam, bind, box_cut, clamp_state, markdown_literal
 
 BATCH_PARAM = TextParam("batch", default=FALLBACK_BATCH, max_len=2000)  # the default: the batch box without a model
@@ -194,5 +195,5 @@ def csv_download(label_key: str, make_csv: Callable[[], str], file_name: str, ke
 def plot(fig: Any, *, key: str, where: Any = None, **options: Any) -> Any:
     """``st.plotly_chart(fig)`` (in ``where``, e.g. a column), with Chinese vertical-axis titles
     written across rather than turned on their side (:func:`figures.style.upright_axis_titles`)."""
-    return (where or st).plotly_chart(upright_axis_titles(fig), key=key, **options)
+    return (where or st).plotly_chart(presented(upright_axis_titles(fig)), key=key, **options)
 
