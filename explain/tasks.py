@@ -1,8 +1,11 @@
 """What a checkpoint's task says about a sentence: its example, and the answer it should give."""
 from __future__ import annotations
 
+import functools
+import random
+
 from model.checkpoint import Checkpoint
-from model.tasks import Task, UnknownTaskError, get_task
+from model.tasks import TRANSLATION_TASKS, Task, UnknownTaskError, get_task
 
 FALLBACK_EXAMPLE = "hello world"
 FALLBACK_BATCH = "hello world\nattention is all you need\nhi!"
@@ -45,3 +48,16 @@ def expected_output(checkpoint: Checkpoint, source: str) -> str | None:
     """The correct output of the checkpoint's task for ``source``, or None when there is none."""
     task = task_of(checkpoint)
     return task.target_for(source) if task is not None else None
+
+
+def source_end_marks(checkpoint: Checkpoint) -> tuple[str, ...]:
+    """The marks every source sentence of a translation model's training data ends with ("." and "?", or
+    "。" and "？"); () for a model whose sources need none (the character tasks, an unknown task)."""
+    task = task_of(checkpoint)
+    return _end_marks(task.name) if task is not None and task.name in TRANSLATION_TASKS else ()
+
+
+@functools.cache
+def _end_marks(task: str) -> tuple[str, ...]:
+    sources = [source.strip() for source, _ in get_task(task).sample_pairs(random.Random(0), 400)]
+    return tuple(sorted({source[-1] for source in sources}))

@@ -38,9 +38,12 @@ def _clean(text: str) -> str:
 
 
 def prepare_sentences(text: str | None, tokenizer, *, max_lines: int = MAX_LINES,
-                      max_chars: int = MAX_CHARS) -> PreparedText:
+                      max_chars: int = MAX_CHARS, end_marks: Sequence[str] = ()) -> PreparedText:
     """Split ``text`` into at most ``max_lines`` non-blank lines of at most ``max_chars`` tokens
-    (characters; words for a word-level tokenizer, whose cut lines are written as its words)."""
+    (characters; words for a word-level tokenizer, whose cut lines are written as its words).
+
+    ``end_marks``: the marks every sentence the model learnt from ends with (a translation model's
+    "." / "?" or "。" / "？"); a line that ends with none of them gets a notice (the model never read one)."""
     notices: list[Notice] = []
     text = (text or "")[:MAX_RAW_CHARS]
     lines = [line.strip() for line in _clean(text).splitlines()]
@@ -60,6 +63,8 @@ def prepare_sentences(text: str | None, tokenizer, *, max_lines: int = MAX_LINES
     if cut:
         notices.append(Notice("common.vocabulary.truncated_words" if words else "common.input.truncated",
                               {"limit": max_chars}))
+    if end_marks and any(not line.endswith(tuple(end_marks)) for line in lines):
+        notices.append(Notice("common.input.no_end_mark", {"marks": " ".join(end_marks)}))
     unknown = [[(u.position, u.char) for u in tokenizer.encode_with_report(line).unknown] for line in lines]
     if any(unknown):
         in_order = list(dict.fromkeys(c for row in unknown for _, c in row))  # as the visitor wrote them
@@ -121,7 +126,8 @@ def first_units(text: str, n: int, unit: str) -> str:
     return join_units(split_words(text)[:n], unit) if unit == "word" else text[:n]
 
 
-def prepare_sentence(text: str | None, tokenizer, *, max_chars: int = MAX_CHARS) -> PreparedText:
+def prepare_sentence(text: str | None, tokenizer, *, max_chars: int = MAX_CHARS,
+                     end_marks: Sequence[str] = ()) -> PreparedText:
     """One sentence: the first non-blank line (a notice if more were given)."""
-    prepared = prepare_sentences(text, tokenizer, max_lines=1, max_chars=max_chars)
+    prepared = prepare_sentences(text, tokenizer, max_lines=1, max_chars=max_chars, end_marks=end_marks)
     return prepared

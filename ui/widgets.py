@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from explain.tasks import FALLBACK_BATCH, task_batch_example, task_example
+from explain.tasks import FALLBACK_BATCH, source_end_marks, task_batch_example, task_example
 from explain.text import (LISTED_UNKNOWN, MAX_CHARS, MAX_LINES, PreparedText, known_units, prepare_sentence,
                           prepare_sentences, unit_of, unknown_units)
 from explain.tokens import fallback_tokenizer, target_tokenizer
@@ -80,7 +80,8 @@ def sentence_input(checkpoint: Any, page: str) -> str | None:
     show_box_cut(key, text, param.max_len)
     alphabet_note(checkpoint.tokenizer)
     prepared = prepare_sentence(text, checkpoint.tokenizer,  # the encoder's positions (char_limit: the decoder's)
-                                max_chars=min(MAX_CHARS, checkpoint.model.config.max_len))
+                                max_chars=min(MAX_CHARS, checkpoint.model.config.max_len),
+                                end_marks=source_end_marks(checkpoint))
     show_notices(prepared)
     return prepared.sentences[0] if prepared.sentences else None
 
@@ -151,7 +152,8 @@ def batch_input(checkpoint: Any, page: str) -> PreparedText:
                         key=_shared_key(param, BATCH_KEY, page, follows=BATCH_KEY), help=t("tokens.batch.input_help"))
     show_box_cut(BATCH_KEY, text, BATCH_PARAM.max_len)
     alphabet_note(tokenizer)
-    prepared = prepare_sentences(text, tokenizer, max_chars=limit)
+    prepared = prepare_sentences(text, tokenizer, max_chars=limit,
+                                 end_marks=source_end_marks(checkpoint) if checkpoint is not None else ())
     show_notices(prepared)
     return prepared
 

@@ -230,6 +230,16 @@ def test_chinese_input_flags_unknown_characters(app):
     assert translate("common.vocabulary.chars_note", "zh", count=len(known)) in [c.value for c in at.caption]
 
 
+@pytest.mark.parametrize(("model", "lang", "typed", "marks"), [("zh-en", "zh", "猫昨天在花园里吃了两个苹果", "。 ？"),
+                                                          ("en-zh", "en", "the cat ate two apples", ". ?")])
+def test_a_sentence_without_its_end_mark_is_flagged(app, model, lang, typed, marks):
+    notice = translate("common.input.no_end_mark", lang, marks=markdown_literal(marks, 600))
+    at = open_page(app, "attention", {"model": model, "lang": lang, "attention_text": typed})
+    assert notice in texts(at.warning)
+    at = open_page(app, "attention", {"model": model, "lang": lang})  # the example ends with its mark
+    assert notice not in texts(at.warning)
+
+
 def test_the_length_limit_counts_words(app):
     long = " ".join(["i ate a cake ."] * 12)  # 60 words in 179 characters
     at = open_page(app, "attention", {"model": "en-zh", "lang": "en", "attention_text": long})

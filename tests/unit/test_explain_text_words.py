@@ -57,3 +57,20 @@ def test_unknown_units_are_listed_in_sentence_order_with_a_visible_space_and_the
     assert many.notices[0].values["more"] == 5 and many.notices[0].values["chars"].startswith("一 丁")
     words = prepare_sentence("the zebra ate a kiwi .", WORDS)
     assert words.notices[0].values == {"words": "zebra a kiwi"}  # as written, not sorted
+
+
+def test_a_sentence_without_the_end_mark_a_translation_model_always_read_is_flagged():
+    from explain.tasks import _end_marks
+    from explain.text import prepare_sentences
+    from model.tasks import get_task
+
+    zh = get_task("zh-en").source_tokenizer()
+    marks = _end_marks("zh-en")
+    assert marks == ("。", "？")
+    flagged = prepare_sentences("猫吃了苹果", zh, end_marks=marks)
+    assert [n.key for n in flagged.notices] == ["common.input.no_end_mark"]
+    assert flagged.notices[0].values == {"marks": "。 ？"}
+    assert flagged.sentences == ["猫吃了苹果"]  # flagged, not changed behind the visitor's back
+    assert not prepare_sentences("猫吃了苹果。\n你看见了狗吗？", zh, end_marks=marks).notices
+    assert not prepare_sentences("猫吃了苹果", zh).notices  # a model with no end marks: nothing to say
+    assert _end_marks("en-zh") == (".", "?")
