@@ -137,7 +137,7 @@ def presented(fig: Any) -> Any:
 # (a text box, a slider, a select list, a radio, a chart). Stops: the headings (h1-h3), the charts and
 # tables, and the page's section picker (``<page>.section``). → scrolls the next stop to the top (or a
 # screen down when it is further); at the end of the page it opens the picker's next section, else the
-# next page. ← does the reverse: the previous section when the picker is at the top, the previous page
+# next page (never while the page still runs: its end is not final). ← does the reverse: the previous section when the picker is at the top, the previous page
 # at the page's top.
 _KEYS_JS = """
 export default function (component) {
@@ -172,6 +172,8 @@ export default function (component) {
     const main = document.querySelector("[data-testid='stMain']");
     if (!main) return;
     event.preventDefault();
+    // While the page still runs, its end is not where it will be: no step (the next press will do).
+    if (document.querySelector("[data-testid='stApp'][data-test-script-state='running']")) return;
     const view = main.clientHeight;
     const stops = [...main.querySelectorAll(":is(h1, h2, h3), [data-testid='stPlotlyChart'], " +
                    "[data-testid='stDataFrame'], .st-key-" + self.page + "-section")]
