@@ -1,5 +1,7 @@
 """Attention explorer: every head of the sidebar's model on one sentence, from the overview down
 to the numbers inside one head, with statistics and switching heads off."""
+import functools
+
 import streamlit as st
 
 from explain.attention import (KINDS, AttentionView, HeadId, ablation_triples, all_heads, answer_ids, attention_csv,
@@ -21,6 +23,7 @@ from ui.head_set import HeadSetParam
 from ui.i18n import t
 from ui.models import MODEL_STATE_KEY, available_models
 from ui.nav import scroll_if_asked, scroll_later, smoothing_note
+from ui.page_css import formula_row, hide_cell_text_below, wide_and_phone
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal, pick
@@ -68,9 +71,12 @@ def answer_and_check(ckpt, source: str, answer: str) -> None:
 # ------------------------------------------------------------------ every head at once
 
 
-def pick_from_grid() -> None:
-    """A click on a small map of the overview selects its layer and head."""
-    event = st.session_state.get("attention.grid")
+PHONE_MAPS_PER_ROW = 2  # on a phone, the overview's maps two a row: four would be strips of 5-px cells
+
+
+def pick_from_grid(key: str = "attention.grid") -> None:
+    """A click on a small map of the overview (the chart ``key``) selects its layer and head."""
+    event = st.session_state.get(key)
     points = event.selection.points if event else []
     picked = charts.picked_head(points[0]) if points else None
     if picked is not None:
@@ -86,9 +92,11 @@ def overview_grid(view: AttentionView, kind: str, units: dict[str, str]) -> None
     titles = [t("attention.grid.subplot", layer=layer, head=head) for layer in range(1, L + 1)
               for head in range(1, H + 1)]
     st.caption(t("attention.grid.caption") + " " + t(f"attention.zoom.reading_{kind}", **units))
-    grid = charts.grid_figure(maps, queries, keys, titles=titles, hover=weight_hover())
-    plot(grid, key="attention.grid", on_select=pick_from_grid, selection_mode="points",
-                    config=PLOT_CONFIG)
+    wide, phone = wide_and_phone("attention.grid")  # the browser shows the one that fits its width
+    for where, key, per_row in ((wide, "attention.grid", None), (phone, "attention.phone_grid", PHONE_MAPS_PER_ROW)):
+        grid = charts.grid_figure(maps, queries, keys, titles=titles, hover=weight_hover(), per_row=per_row)
+        plot(grid, key=key, where=where, on_select=functools.partial(pick_from_grid, key), selection_mode="points",
+             config=PLOT_CONFIG)
     csv_download("attention.export_all", lambda: every_head_csv(maps, queries, keys),
                  f"attention_{kind}_every_head.csv", "attention.export_grid")
 
@@ -124,6 +132,7 @@ def zoom(view: AttentionView, kind: str, layer: int, head: int) -> None:
     fig = charts.zoom_figure(weights, queries, keys, blocked=blocked_cells(kind, len(queries), len(keys)),
                              title=title, x_title=t("attention.key_axis"), y_title=t("attention.query_axis"),
                              hover=weight_hover())
+    hide_cell_text_below("attention.zoom", columns=len(keys))  # a phone's cells are too small for them
     plot(fig, key="attention.zoom", config=PLOT_CONFIG)
 
 
@@ -420,8 +429,8 @@ def sections(ckpt, source: str, base: AttentionView) -> None:
     one_head(ckpt, source, base, section, kind)
 
 
-FORMULAS = (r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}}\right)V"
-            r"\qquad \mathrm{head}_i=\mathrm{Attention}(XW_i^{Q},\,XW_i^{K},\,XW_i^{V})",)
+FORMULAS = (formula_row(r"\mathrm{Attention}(Q,K,V)=", r"\mathrm{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}}\right)V",
+                        r"\mathrm{head}_i=\mathrm{Attention}(XW_i^{Q},\,XW_i^{K},\,XW_i^{V})", after="="),)
 
 with page("attention", formulas=FORMULAS, formula_note=True, try_this="bottom",
           try_extra=translation_try) as checkpoint:

@@ -70,9 +70,13 @@ def decoded(ckpt, n: int, seed: int) -> tuple[tuple[str, str, str], ...]:
 
 
 def scored(ckpt, tokenize: str) -> ScoredSamples:
-    """The sample controls, and the answers they ask for, scored."""
+    """The sample controls, and the answers they ask for, scored. Scoring 200 answers takes a moment
+    when it is not cached (a new seed, noise or N): a spinner says so (Streamlit shows it after 0.5 s,
+    so a cached score draws none)."""
     n, seed, noise = sample_controls()
-    return computed(score_samples, decoded(ckpt, n, seed), noise, seed, tokenize)
+    answers = decoded(ckpt, n, seed)
+    with st.spinner(t("bleu.scoring", n=len(answers))):
+        return computed(score_samples, answers, noise, seed, tokenize)
 
 
 # ------------------------------------------------------------------ corpus BLEU

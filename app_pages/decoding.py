@@ -18,6 +18,7 @@ from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.models import MODEL_STATE_KEY, available_models
 from ui.nav import scroll_if_asked, scroll_later, smoothing_note
+from ui.page_css import formula_row
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal, pick
@@ -348,9 +349,9 @@ def examples_try(ckpt) -> None:
                       args=("en-zh", sentence, REFERENT_AFTER))
 
 
-FORMULAS = (r"P(y\mid x)=\prod_{t=1}^{T} P(y_t\mid y_{<t},\,x)\qquad "
-            r"y_t=\arg\max_{w} P(w\mid y_{<t},\,x)\qquad "
-            r"P_\tau(w)\propto P(w\mid y_{<t},\,x)^{1/\tau}",)
+FORMULAS = (formula_row(r"P(y\mid x)=\prod_{t=1}^{T} P(y_t\mid y_{<t},\,x)",
+                        r"y_t=\arg\max_{w} P(w\mid y_{<t},\,x)",
+                        r"P_\tau(w)\propto P(w\mid y_{<t},\,x)^{1/\tau}"),)
 
 with page("decoding", formulas=FORMULAS, formula_note=True, try_this="bottom", try_extra=examples_try) as checkpoint:
     if checkpoint is not None and (source := decoder_page(checkpoint)) is not None:

@@ -8,7 +8,7 @@ from explain.ffn import (PAPER_D_FF, PAPER_D_MODEL, activations_csv, attention_p
                          ffn_view, model_sizes, output_csv, parameter_rows, position_wise)
 from explain.residual import STACKS
 from figures import ffn as charts
-from figures.labels import display_token
+from figures.labels import display_token, plain_number
 from figures.style import outline
 from ui.cache import computed
 from ui.code_panel import chosen, code_panel
@@ -143,9 +143,9 @@ def position(ckpt, source: str) -> None:
     ffn_others = float(result.ffn_change[others].max()) if others else 0.0
     att_others = float(result.attention_change[others].max()) if others else 0.0
     c1, c2, c3 = st.columns(3)
-    c1.metric(t("feed_forward.position.twin_metric"), f"{result.twin_gap:.1e}",
+    c1.metric(t("feed_forward.position.twin_metric"), plain_number(result.twin_gap),
               help=t("feed_forward.position.twin_help"))
-    c2.metric(t("feed_forward.position.ffn_others"), f"{ffn_others:.1e}", help=t("feed_forward.position.others_help"))
+    c2.metric(t("feed_forward.position.ffn_others"), plain_number(ffn_others), help=t("feed_forward.position.others_help"))
     c3.metric(t("feed_forward.position.attention_others"), f"{att_others:.2f}",
               help=t("feed_forward.position.others_help"))
     names = (t("feed_forward.position.ffn_name"), t("feed_forward.position.attention_name"))
@@ -183,7 +183,9 @@ def parameters(ckpt) -> None:
         ffn_share=[f"{v:.1%}" for v in rows["ffn_share"]],
     )
     columns = {name: t(f"feed_forward.params.col_{name}") for name in shown.columns}
-    st.dataframe(shown.rename(columns=columns), hide_index=True, width="stretch")
+    counts = {columns[name]: st.column_config.NumberColumn(format="localized")  # 198,272 (the browser's separators)
+              for name in ("ffn", "attention", "norm", "total")}
+    st.dataframe(shown.rename(columns=columns), hide_index=True, width="stretch", column_config=counts)
     labels = [t("feed_forward.params.bar_label", model=m, stack=s) for m, s in zip(shown["model"], shown["stack"])]
     totals = rows["total"].to_numpy(dtype=float)
     names = (t("feed_forward.params.col_ffn"), t("feed_forward.params.col_attention"),

@@ -9,6 +9,7 @@ import streamlit as st
 from explain.paper_vs_code import (DEMO_HEADS, DEMO_KEYS, DEMO_PADS, LAYER_D, ROW_KEYS, TRAINING_DEFAULTS, ModelFacts,
                                    maps_side_by_side, mask_polarity_demo, masked_row_demo, model_facts,
                                    other_token_shares, shared_layer_demo, smoothing_targets)
+from figures.labels import plain_number
 from ui.cache import computed
 from ui.exercise_panel import exercise_panel
 from ui.i18n import t
@@ -89,8 +90,8 @@ def shared_embeddings_live(facts: ModelFacts | None) -> None:
 def mask_polarity_live(_facts) -> None:
     row = "mask_polarity"
     demo = computed(mask_polarity_demo)
-    st.markdown(r(row, "live", s=DEMO_KEYS, pads=DEMO_PADS, inverted=f"{demo.diff_inverted:.1e}",
-                  sdpa=f"{demo.diff_sdpa:.1e}", uninverted=f"{demo.diff_uninverted:.3f}"))
+    st.markdown(r(row, "live", s=DEMO_KEYS, pads=DEMO_PADS, inverted=plain_number(demo.diff_inverted),
+                  sdpa=plain_number(demo.diff_sdpa), uninverted=f"{demo.diff_uninverted:.3f}"))
     columns = {name: r(row, f"col_{name}") for name in ("key", "mask", "torch", "inverted", "uninverted")}
     keys = [f"k{j + 1}" + (" <pad>" if pad else "") for j, pad in enumerate(demo.key_padding_mask)]
     st.dataframe(demo.table(columns, keys), hide_index=True)

@@ -8,12 +8,14 @@ from explain.positional import (BASES, ROPE_CIRCLE_POSITIONS, ROPE_MAX_POSITIONS
 from explain.code import line_with
 from explain.tasks import sentence_example
 from explain.text import prepare_sentence
+from figures.labels import plain_number
 from figures.positional import (attention_maps, example_table_html, frequency_figure, offset_figure,
                                 rope_circle_figure, rope_lines_figure, rope_matrix_figure, similarity_figure)
 from ui.cache import computed
 from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.models import selected_model
+from ui.page_css import formula_row
 from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, TextParam, bind, clamp_state
@@ -159,8 +161,8 @@ def order_blindness_view(ckpt) -> None:
         with column:
             plot(figure, key=f"positional_encoding.blind_{name}")
     m1, m2 = st.columns(2)
-    m1.metric(t("positional_encoding.blind.attention_diff"), f"{result.max_attention_diff:.2e}")
-    m2.metric(t("positional_encoding.blind.output_diff"), f"{result.max_output_diff:.2e}")
+    m1.metric(t("positional_encoding.blind.attention_diff"), plain_number(result.max_attention_diff))
+    m2.metric(t("positional_encoding.blind.output_diff"), plain_number(result.max_output_diff))
     verdict = result.verdict  # from the numbers above, so the sentence never contradicts them
     if verdict == "blind":
         st.success(t("positional_encoding.blind.blind"), icon=":material/visibility_off:")
@@ -173,10 +175,10 @@ def rope(positions: int, d_model: int, base: float) -> None:
     """RoPE: pair 0 of a query turning with the position, the score matrix, scores against offset."""
     st.subheader(t("positional_encoding.rope.heading"))
     st.markdown(t("positional_encoding.rope.intro"))
-    st.latex(r"\begin{pmatrix} q'_{2i} \\ q'_{2i+1} \end{pmatrix} = "
-             r"\begin{pmatrix} \cos p\theta_i & -\sin p\theta_i \\ \sin p\theta_i & \cos p\theta_i \end{pmatrix}"
-             r"\begin{pmatrix} q_{2i} \\ q_{2i+1} \end{pmatrix},\quad \theta_i = b^{-2i/d_k}"
-             r",\qquad \langle q'_p, k'_s\rangle = g(q, k, s-p)")
+    st.latex(formula_row(r"\begin{pmatrix} q'_{2i} \\ q'_{2i+1} \end{pmatrix} =",
+                         r"\begin{pmatrix} \cos p\theta_i & -\sin p\theta_i \\ \sin p\theta_i & \cos p\theta_i \end{pmatrix}"
+                         r"\begin{pmatrix} q_{2i} \\ q_{2i+1} \end{pmatrix},",
+                         r"\theta_i = b^{-2i/d_k},", r"\langle q'_p, k'_s\rangle = g(q, k, s-p)", after="="))
     st.caption(t("positional_encoding.rope.intro_dk"))
     shown = min(positions, ROPE_MAX_POSITIONS)
     starts = rope_starts(positions)
@@ -206,8 +208,8 @@ def rope(positions: int, d_model: int, base: float) -> None:
                         inter=f"{layouts.interleaved_spread:.1g}", half=f"{layouts.half_spread:.1g}"),))
 
 
-FORMULAS = (r"PE_{(p,\,2i)} = \sin\!\left(\frac{p}{b^{2i/d_{model}}}\right),\qquad "
-            r"PE_{(p,\,2i+1)} = \cos\!\left(\frac{p}{b^{2i/d_{model}}}\right)",)
+FORMULAS = (formula_row(r"PE_{(p,\,2i)} = \sin\!\left(\frac{p}{b^{2i/d_{model}}}\right),",
+                        r"PE_{(p,\,2i+1)} = \cos\!\left(\frac{p}{b^{2i/d_{model}}}\right)"),)
 
 with page("positional_encoding", formulas=FORMULAS, formula_note=True, try_this="top", model=False):
     st.subheader(t("positional_encoding.table.heading"))

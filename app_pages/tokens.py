@@ -10,6 +10,7 @@ from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, stage
 from ui.cache import computed
 from ui.code_panel import code_panel
 from ui.i18n import t
+from ui.page_css import formula_row
 from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.url_state import ChoiceParam, bind, markdown_literal
@@ -97,7 +98,7 @@ def embedding_section(ckpt, ids: tuple[int, ...]) -> None:
                paper_rows=("embed_scale", "shared_embeddings"))
 
 
-FORMULAS = (r"x_p \;=\; E[\,t_p\,]\cdot\sqrt{d_{model}} \;+\; PE(p), \qquad E \in \mathbb{R}^{V \times d_{model}}",)
+FORMULAS = (formula_row(r"x_p \;=\; E[\,t_p\,]\cdot\sqrt{d_{model}} \;+\; PE(p),", r"E \in \mathbb{R}^{V \times d_{model}}"),)
 
 with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
     tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()

@@ -9,7 +9,9 @@ The run belongs to the browser session (:mod:`ui.training.session`) and is read 
 
 While a run is queued or training, :func:`live_run` redraws its numbers, charts and attention
 snapshot once a second in one fragment (only it reruns, not the page), with Vega-Lite charts that
-update in place; it asks the run only for the metrics since the step it last drew.
+update in place; it asks the run only for the metrics since the step it last drew. The buttons are a
+fragment of their own (:func:`control_row`): Pause redraws only them, and the live panel then redraws the
+page as paused on its next tick.
 """
 from datetime import timedelta
 
@@ -17,6 +19,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from figures.labels import plain_number
 from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.scaffold import page
@@ -61,8 +64,8 @@ def settings_form() -> None:
         settings_widgets()
     with right:
         st.subheader(t("training.schedule.heading"))
-        st.latex(r"\mathrm{lr}(s) = \mathrm{factor}\cdot d_{\mathrm{model}}^{-0.5}\cdot"
-                 r"\min\!\left(s^{-0.5},\; s\cdot \mathrm{warmup}^{-1.5}\right)")
+        st.latex(r"{\mathrm{lr}(s) = \mathrm{factor}\cdot d_{\mathrm{model}}^{-0.5}}\cdot\allowbreak"  # may wrap here
+                 r"{\min\!\left(s^{-0.5},\; s\cdot \mathrm{warmup}^{-1.5}\right)}")
         planned_schedule()
 
 
@@ -130,7 +133,7 @@ def planned_schedule() -> None:
                    icon=":material/block:")
     if len(warmups) > 1 and second > settings.max_steps:
         st.caption(t("training.schedule.compare_after_cap", warmup=second, steps=settings.max_steps,
-                     lr=f"{charts.peak_rate(d_model, second, settings.factor):.2e}"))
+                     lr=plain_number(charts.peak_rate(d_model, second, settings.factor), 3)))
     st.caption(t("training.schedule.peak_caption"))
     st.slider(t("training.schedule.compare"), trs.COMPARE.lo, trs.COMPARE.hi, key=compare_key,
               help=t("training.schedule.compare_help"))
@@ -148,10 +151,24 @@ def show_flash(where: str) -> None:
         (st.error if kind == "error" else st.success)(t(key, **args))
 
 
+def run_state_now(session: ts.TrainingSession) -> str:
+    status = session.status()
+    return status.state if status is not None else "idle"
+
+
 def controls(session: ts.TrainingSession) -> None:
     """Start / pause / resume / stop / reset, and the one-click cheating experiment."""
+    control_row(session, run_state_now(session))
+
+
+@fragment
+def control_row(session: ts.TrainingSession, drawn: str) -> None:
+    """The buttons, in a fragment: Pause redraws only this row, so Resume takes its place at once (a
+    whole page of charts takes the browser seconds to draw); a click that changes more redraws the page."""
     status = session.status()
     state = status.state if status is not None else "idle"
+    if actions.redraws_page(drawn, state):
+        st.rerun(scope="app")
     live = session.live
     ready = trs.read_settings().problem() is None
     with st.container(horizontal=True, key="training_controls"):

@@ -29,11 +29,12 @@ page's rows. ``reference_ms`` = warm median of the non-fragment one: like the ap
 a whole-script rerun. Targets: warm ≤ 2× reference warm, cold ≤ 8× reference cold.
 
 Adding a row: append ``Row(id, path, to_b, to_a, setup)`` to ``ROWS``, with steps built by
-``choose``/``toggle``/``select``/``unselect``/``slider``/``text``/``nav``/``button``/``expander`` (or the
-``pick``/``flip``/``arrows`` shorthands); ``setup`` steps run unmeasured after the page loads.
+``choose``/``toggle``/``select``/``unselect``/``slider``/``text``/``nav``/``button``/``expander``/``open_url``
+(or the ``pick``/``flip``/``arrows`` shorthands); ``setup`` steps run unmeasured after the page loads.
+``open_url`` loads a path in the tab (a new Streamlit session): the flip is timed from navigation start.
 
 Run from the repo root: ``python bench/felt_latency.py [--app PATH] [--repeat N] [--flips N]
-[--only SUBSTRING] [--screenshot-dir DIR] [--floor]``. The last stdout line is a JSON summary.
+[--only SUBSTRING[,SUBSTRING...]] [--screenshot-dir DIR] [--floor]``. The last stdout line is a JSON summary.
 ``--floor`` measures no app rows: the reference against the same click redrawing 4 charts (in
 columns, and as one figure of 4 subplots) and against a page switch between two one-chart pages.
 """
@@ -53,6 +54,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from urllib.parse import urljoin
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Union
@@ -77,7 +79,7 @@ Text = Union[str, re.Pattern]
 @dataclass(frozen=True)
 class Step:
     """One user action: ``kind`` on the control whose visible label is ``label``."""
-    kind: str  # choose | toggle | select | unselect | slider | text | nav | button | expander
+    kind: str  # choose | toggle | select | unselect | slider | text | nav | button | expander | open
     label: Text | None = None  # None: search the whole page (the option text is unique)
     value: Text = ""
 
@@ -92,6 +94,7 @@ def text(label: Text, value: str) -> Step: return Step("text", label, value)  # 
 def nav(page_title: str) -> Step: return Step("nav", None, page_title)
 def button(caption: str) -> Step: return Step("button", None, caption)
 def expander(summary: Text) -> Step: return Step("expander", None, summary)  # open or close: the browser's work
+def open_url(path: str) -> Step: return Step("open", None, path)  # a new session: the page loaded, timed from navigation
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,8 @@ ABLATION, COMPARE = (choose("Explore", "Switch heads off"),), (choose("Show", "S
 ROWS: list[Row] = [
     Row("home:language", HOME, choose(None, "中文"), choose(None, "English")),
     Row("nav:home-tokens", HOME, nav("Tokens and embeddings"), nav("Home")),
+    # a session's first page (#35 item 22): a deep link opened in a fresh tab, from navigation start until it settles
+    Row("session:open-tokens", HOME, open_url(TOK), open_url(HOME)),
     pick("Show", "encoder input", "decoder input", TOK, "tokens:side"),
     Row("tokens:sentence", TOK, select("Sentence", EN_ZH_THIRD), select("Sentence", EN_ZH_FIRST)),
     Row("tokens:batch", TOK, text(re.compile("^Sentences, one per line"), EN_ZH_SHORTER),
@@ -244,6 +249,10 @@ ROWS: list[Row] = [
     pick("The model's answers", "as the model wrote them", "one wrong token in each", "/bleu?lang=en", "bleu:noise"),
     arrows("Samples (N)", "/bleu?lang=en", "bleu:samples"),  # cold: one more chunk of samples decoded
     Row("bleu:seed", "/bleu?lang=en", text("Seed", "1"), text("Seed", "0")),
+    # at the most samples (#35 item 22): a cold flip decodes 200 samples with the new seed / model
+    Row("bleu:seed-200", "/bleu?lang=en&bleu_n=200", text("Seed", "1"), text("Seed", "0")),
+    Row("bleu:model-200", "/bleu?lang=en&bleu_n=200", select("Model", "zh-en (pretrained)"),
+        select("Model", "en-zh (pretrained)")),
     pick("n-gram order", "1-gram", "2-gram", "/bleu?lang=en&bleu_view=worked", "bleu:order"),
     pick("Pair", "a sample of the model", "type a pair", "/bleu?lang=en&bleu_view=worked", "bleu:pair"),
     Row("bleu:candidate", "/bleu?lang=en&bleu_view=worked&bleu_pair=typed", text("Candidate", "thank you"),
@@ -265,6 +274,8 @@ ROWS: list[Row] = [
     pick("Normalisation", "LayerNorm", "RMSNorm", TRAIN, "training:norm-kind"),
     pick("Feed-forward", "ReLU", "SwiGLU", TRAIN, "training:ffn-kind"),
     pick("Positions", "sinusoidal", "RoPE", TRAIN, "training:position-kind"),
+    # a running run (#35 item 22): Pause until Resume is drawn (even flips), Resume until Pause is (odd flips)
+    Row("training:pause", TRAIN, button("Pause"), button("Resume"), (button("Start training"),)),
     # Paper vs this code (#30): the picked row opens (every row is drawn on every run; its numbers are cached)
     Row("paper:row", "/paper-vs-code?lang=en", select("Open a row", "9. N layers, or one layer N times"),
         select("Open a row", "1. Post-norm or pre-norm, and the extra final norm")),
@@ -427,6 +438,9 @@ class Tab:
         """Do ``step``; the probe is armed right before the input that changes the value."""
         page = self.page
         arm = lambda: page.evaluate("window.__felt.arm()")  # noqa: E731
+        if step.kind == "open":  # a fresh document: its probe times from navigation start (t0 = 0)
+            page.goto(urljoin(page.url, step.value))
+            return
         target = _target(page, step)
         if step.kind == "select":  # open the box, type the option's name, click the option
             for _ in range(3):  # a first click sometimes only focuses the box
@@ -701,7 +715,7 @@ def main() -> None:
     parser.add_argument("--app", type=Path, default=Path(__file__).resolve().parents[1] / "app.py")
     parser.add_argument("--repeat", type=int, default=1, help="fresh servers, each with one cold flip per row")
     parser.add_argument("--flips", type=int, default=6, help="warm flips per row and repeat")
-    parser.add_argument("--only", default="", help="rows whose id contains this")
+    parser.add_argument("--only", default="", help="rows whose id contains this (a comma: any of these)")
     parser.add_argument("--screenshot-dir", type=Path, help="a PNG after each row's cold flip")
     parser.add_argument("--floor", action="store_true",
                         help="no app rows: the reference against 4 charts, 4 subplots and a page switch")
@@ -712,7 +726,7 @@ def main() -> None:
         summary = report(results, tuple(round(x, 2) for x in load_start), tuple(round(x, 2) for x in os.getloadavg()))
         print(json.dumps(summary, ensure_ascii=False))
         return
-    rows = [row for row in ROWS if args.only in row.id]
+    rows = [row for row in ROWS if any(part in row.id for part in args.only.split(","))]
     if args.screenshot_dir:
         args.screenshot_dir.mkdir(parents=True, exist_ok=True)
     load_start = os.getloadavg()

@@ -338,10 +338,12 @@ def why_scale(d_ks: Sequence[int] = (4, 16, 64, 256), keys: int = 10, rows: int 
 
 
 def format_probability(p: float, *, sign: bool = False) -> str:
-    """``0.276`` for ordinary probabilities, ``3.10e-07`` for the tiny ones of long or unlikely answers."""
+    """``0.276`` for ordinary probabilities, three significant digits in plain decimals for the tiny ones
+    of long or unlikely answers (``0.000000310``: a class does not read ``3.10e-07``)."""
+    decimals = 3
     if p != 0 and abs(p) < 0.001:
-        return f"{p:+.2e}" if sign else f"{p:.2e}"
-    return f"{p:+.3f}" if sign else f"{p:.3f}"
+        decimals = 2 - math.floor(math.log10(abs(p)))
+    return f"{p:+.{decimals}f}" if sign else f"{p:.{decimals}f}"
 
 
 # ------------------------------------------------------------------ CSV export

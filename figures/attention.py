@@ -24,6 +24,7 @@ GRID_TICK_LIMIT = 16  # the overview grid writes token labels only for sentences
 GRID_GAP_X, GRID_GAP_Y = 0.13, 0.3  # between two maps of the grid, in map widths and heights (room for a title)
 ZOOM_TEXT_MAX_SIDE = 14  # the zoomed head writes its values in the cells up to this many rows and columns
 MARGIN = dict(l=10, r=10, t=40, b=10)
+PHONE_PLOT_PX = 290  # width of a grid's plot area on a 390-px phone (the page's padding and tick labels taken off)
 
 
 def _height(n_rows: int) -> int:
@@ -40,7 +41,7 @@ def _float32(z: np.ndarray) -> np.ndarray:
 
 
 def grid_figure(maps: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
-                titles: Sequence[str], hover: str) -> go.Figure:
+                titles: Sequence[str], hover: str, per_row: int | None = None) -> go.Figure:
     """Layers × heads small maps of ``maps`` (L, H, T_q, T_k) in one chart, on one colour scale.
 
     The maps are laid out on one pair of axes, layer by layer (rows) and head by head (columns),
@@ -52,16 +53,22 @@ def grid_figure(maps: np.ndarray, query_tokens: Sequence[str], key_tokens: Seque
     cell (:func:`picked_head` reads the layer and head of a selected one). The markers carry the
     hover (the weight is their colour), and only one of them is drawn: thousands of invisible SVG
     markers would slow the browser down.
+    ``per_row``: the phone's layout, that many maps a row (a layer takes several rows), cells about
+    square on a 390-px screen, the keys' tokens left to the hover and the colour bar under the maps.
     """
     L, H, tq, tk = maps.shape
+    per_row = min(per_row or H, H)
+    phone = per_row < H
+    rows_per_layer = math.ceil(H / per_row)
     x_step = tk + max(1, round(GRID_GAP_X * tk))  # from one map to the next, in cells
     y_step = tq + max(1, round(GRID_GAP_Y * tq))
+    n_rows = L * rows_per_layer
     rows, cols = np.meshgrid(np.arange(tq, dtype=np.int16), np.arange(tk, dtype=np.int16), indexing="ij")
     cell_hover = hover.replace("%{z", "%{marker.color")
     traces, annotations = [], []
     for layer in range(L):
         for head in range(H):
-            x0, y0 = head * x_step, layer * y_step
+            x0, y0 = (head % per_row) * x_step, (layer * rows_per_layer + head // per_row) * y_step
             z = _float32(maps[layer, head])
             title = titles[layer * H + head]
             traces.append(go.Heatmap(z=z, x0=x0, y0=y0, coloraxis="coloraxis", hoverinfo="skip"))
@@ -78,17 +85,23 @@ def grid_figure(maps: np.ndarray, query_tokens: Sequence[str], key_tokens: Seque
     x_ticks, y_ticks = axis_labels(key_tokens), axis_labels(query_tokens)
     axis = dict(showgrid=False, zeroline=False, tickfont=dict(size=9), tickmode="array")
     cmax = max(float(maps.max()) if maps.size else 1.0, 1e-6)
+    colorbar = dict(thickness=12)
+    if phone:  # a colour bar beside the maps would take a fifth of a phone's width
+        colorbar = dict(thickness=10, orientation="h", x=0.5, xanchor="center", y=0, yanchor="top", len=0.9)
+        map_px = PHONE_PLOT_PX / (per_row * x_step - (x_step - tk)) * tq  # a map's height with square cells
+        height = int(n_rows * map_px * y_step / tq + MARGIN["t"] + 60)
+    else:
+        height = max(220, int(L * (150 if H > 4 else 190) + 60))
     return go.Figure(traces, layout=dict(
-        xaxis=dict(axis, tickvals=[head * x_step + j for head in range(H) for j in x_ticks["tickvals"]],
-                   ticktext=x_ticks["ticktext"] * H, showticklabels=labelled, tickangle=0,
-                   range=[-0.5, (H - 1) * x_step + tk - 0.5]),
-        yaxis=dict(axis, tickvals=[layer * y_step + i for layer in range(L) for i in y_ticks["tickvals"]],
-                   ticktext=y_ticks["ticktext"] * L, showticklabels=labelled,
-                   range=[(L - 1) * y_step + tq - 0.5, -0.5]),
+        xaxis=dict(axis, tickvals=[head * x_step + j for head in range(per_row) for j in x_ticks["tickvals"]],
+                   ticktext=x_ticks["ticktext"] * per_row, showticklabels=labelled and not phone, tickangle=0,
+                   range=[-0.5, (per_row - 1) * x_step + tk - 0.5]),
+        yaxis=dict(axis, tickvals=[row * y_step + i for row in range(n_rows) for i in y_ticks["tickvals"]],
+                   ticktext=y_ticks["ticktext"] * n_rows, showticklabels=labelled,
+                   range=[(n_rows - 1) * y_step + tq - 0.5, -0.5]),
         annotations=annotations,
-        coloraxis=dict(colorscale=SEQUENTIAL, cmin=0.0, cmax=round(cmax, 4), colorbar=dict(thickness=12)),
-        height=max(220, int(L * (150 if H > 4 else 190) + 60)),
-        margin=MARGIN, clickmode="event+select", dragmode=False,
+        coloraxis=dict(colorscale=SEQUENTIAL, cmin=0.0, cmax=round(cmax, 4), colorbar=colorbar),
+        height=height, margin=dict(MARGIN, b=50) if phone else MARGIN, clickmode="event+select", dragmode=False,
     ))
 
 

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from figures.heatmap import heatmap
-from figures.labels import axis_labels, token_label
+from figures.labels import axis_labels, plain_number, token_label
 from figures.style import figure
 
 CHOSEN_COLOR = "#d62728"  # the token the step chose; a wrong teacher-forcing guess
@@ -63,8 +63,9 @@ def cross(weights: np.ndarray, src_tokens: Sequence[str], head_labels: Sequence[
 
 
 def bar_value(p: float) -> str:
-    """A probability as written at the end of its bar: two decimals, or two significant digits below 0.01."""
-    return f"{p:.2f}" if p >= 0.01 or p == 0 else f"{p:.1e}"
+    """A probability as written at the end of its bar: two decimals, or two significant digits below 0.01
+    (``0.0030``, in plain decimals)."""
+    return f"{p:.2f}" if p >= 0.01 or p == 0 else plain_number(p, 2)
 
 
 def topk(tokens: Sequence[str], probs: Sequence[float], chosen: str, *, sampling: Sequence[float] = (),

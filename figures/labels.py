@@ -8,9 +8,13 @@ categorical axis would merge two equal tokens into one tick.
 from __future__ import annotations
 
 import html
+import math
+import re
 from typing import Sequence
 
 VISIBLE_SPACE = "␣"
+UPRIGHT_MAX_CHARS = 2  # a CJK token of up to this many characters is written across, never turned
+CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")  # Chinese characters, CJK punctuation, full-width forms
 
 
 def display_token(token: str) -> str:
@@ -25,6 +29,25 @@ def token_label(token: str) -> str:
     return html.escape(display_token(token))
 
 
+def short_cjk(tokens: Sequence[str]) -> bool:
+    """Whether every token is Chinese (or CJK punctuation) of at most :data:`UPRIGHT_MAX_CHARS` characters."""
+    return bool(tokens) and all(0 < len(t) <= UPRIGHT_MAX_CHARS and CJK.search(t) for t in tokens)
+
+
 def axis_labels(tokens: Sequence[str]) -> dict:
-    """``tickvals``/``ticktext`` for tokens plotted at ``0..n-1`` (duplicates stay separate)."""
-    return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[token_label(t) for t in tokens])
+    """``tickvals``/``ticktext`` for tokens plotted at ``0..n-1`` (duplicates stay separate).
+
+    Short Chinese tokens (:func:`short_cjk`) are written across (``tickangle=0``): where plotly's labels
+    would meet it turns them by 90°, which lays the characters on their side and runs them together.
+    """
+    ticks = dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[token_label(t) for t in tokens])
+    return dict(ticks, tickangle=0) if short_cjk(tokens) else ticks
+
+
+def plain_number(value: float, digits: int = 2) -> str:
+    """``value`` as plain decimals with ``digits`` significant digits and thousands separators
+    (``0.00040``, ``0.0088``, ``198,272``): never ``4.0e-04``, which a class does not read."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    return f"{value:,.{decimals}f}"

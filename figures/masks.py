@@ -4,10 +4,13 @@ through, and one query row from scores to weights as three bar charts.
 Tokens are plotted at integer positions (:func:`figures.labels.axis_labels`); the marks on a map's
 cells are an outline of their region (:func:`figures.heatmap.cell_marks`), however many cells they mark.
 Every picture here is about 320 px wide (a third of a wide page, or a phone's width), so titles are
-wrapped at :data:`TITLE_WIDTH` and an axis of many tokens labels every k-th one (:func:`fit_to_narrow`).
+wrapped at :data:`TITLE_WIDTH`; every token of an axis is labelled, in a smaller font the more there are,
+up to :data:`MAX_TICK_LABELS`, beyond which it labels every k-th one (:func:`fit_to_narrow`).
 """
 from __future__ import annotations
 
+import html
+import math
 import re
 import unicodedata
 from typing import Sequence
@@ -17,7 +20,7 @@ import plotly.graph_objects as go
 
 import figures.heatmap
 from figures.heatmap import cell_marks, heatmap
-from figures.labels import axis_labels, token_label
+from figures.labels import CJK, axis_labels, token_label
 from figures.style import MASKED_COLOR, PALETTE, figure
 
 LEAK_COLOR = PALETTE[3]  # orange: attention the full mask would have hidden
@@ -26,7 +29,11 @@ FEW_LABELS = 8  # up to this many hidden keys, each ✕ says "−∞"; beyond, t
 TITLE_WIDTH = 30  # a title line holds this many Latin letters (a CJK character counts two): ~220 px at 14 px
 TITLE_LINE_PX = 18  # the top margin grows by this for each further title line
 RIGHT_MARGIN = 28  # px: room for the last tick label, which plotly slants and would otherwise hide
-MAX_TICK_LABELS = 12  # an axis of more tokens labels every k-th only (the hover names every one): a 200 px axis holds 12
+MAX_TICK_LABELS = 20  # an axis of more tokens labels every k-th only (the hover names every one)
+TICK_AXIS_PX = 160  # the narrowest plot a token axis gets (a third of a 1280 px page, less its margins)
+TICK_FONT_MAX, TICK_FONT_MIN = 12, 8  # px: a tick label's size, from few tokens to many
+STAGGER_ROWS = 3  # lines a token axis's labels may take when they are written across
+LABEL_GAP_PX = 1  # between two labels on one line
 _BRACKETS = re.compile(r"([(（][^)）]*[)）]?\s*)")  # a bracketed group: kept on one line
 _BREAK = re.compile(r"(?<=\s)|(?<=[，：、；])")  # where a title may break: after a space or CJK punctuation
 
@@ -57,11 +64,35 @@ def _tick_step(n: int) -> int:
     return -(-n // MAX_TICK_LABELS)
 
 
+def tick_font_size(labels: int) -> int:
+    """Pixels for ``labels`` tick labels side by side on a :data:`TICK_AXIS_PX` axis: each CJK character
+    (as wide as the font is tall) keeps a gap of a tenth of its slot, within 8 to 12 px."""
+    return max(TICK_FONT_MIN, min(TICK_FONT_MAX, int(TICK_AXIS_PX * 0.9 / max(labels, 1))))
+
+
+def stagger(labels: Sequence[str], slot_px: float, font_px: int) -> list[str]:
+    """``labels`` (plotly tick texts, escaped) written across, each on the first of up to
+    :data:`STAGGER_ROWS` lines where it clears the labels already there (a line break pushes it down):
+    ``<bos>`` or ``<pad>`` beside one-character Chinese tokens would otherwise run into them.
+    ``slot_px``: the distance between two labels; widths are estimated (a CJK character is as wide as
+    the font is tall, a Latin one about 0.6 of that)."""
+    ends = [-math.inf] * STAGGER_ROWS  # the right edge of the last label of each line
+    placed = []
+    for n, text in enumerate(labels):
+        half = font_px * sum(1.0 if _width(ch) == 2 else 0.6 for ch in html.unescape(text)) / 2
+        centre = n * slot_px
+        row = next((r for r, end in enumerate(ends) if centre - half >= end + LABEL_GAP_PX),
+                   min(range(STAGGER_ROWS), key=ends.__getitem__))
+        ends[row] = centre + half
+        placed.append("<br>" * row + text)
+    return placed
+
+
 def fit_to_narrow(fig: go.Figure, n_x: int, n_y: int | None = None, title_room: int = 1) -> go.Figure:
     """``fig`` made to fit a narrow chart: its title wrapped and pinned to the top, with room for at
     least ``title_room`` lines (so that charts side by side start their plots at the same height); a
-    right margin for the last slanted tick label; each token axis of more than :data:`MAX_TICK_LABELS`
-    positions labelling every k-th one."""
+    right margin for the last slanted tick label; each token axis labelling every token in a font sized
+    to their number (:func:`tick_font_size`), or every k-th beyond :data:`MAX_TICK_LABELS`."""
     margin = fig.layout.margin
     if fig.layout.title.text:
         lines = wrap_title(fig.layout.title.text)
@@ -69,9 +100,15 @@ def fit_to_narrow(fig: go.Figure, n_x: int, n_y: int | None = None, title_room: 
                           margin_t=margin.t + TITLE_LINE_PX * (max(len(lines), title_room) - 1))
     fig.update_layout(margin_r=max(margin.r or 0, RIGHT_MARGIN))
     for axis, n in ((fig.layout.xaxis, n_x), (fig.layout.yaxis, n_y)):
-        if n is not None and n > MAX_TICK_LABELS and axis.tickvals is not None:
-            step = _tick_step(n)
-            axis.update(tickvals=axis.tickvals[::step], ticktext=axis.ticktext[::step])
+        if n is None or axis.tickvals is None:
+            continue
+        step = _tick_step(n)
+        texts, size = list(axis.ticktext[::step]), tick_font_size(-(-n // step))
+        if axis is fig.layout.xaxis and axis.tickangle != 0 and any(CJK.search(text) for text in texts):
+            # Chinese beside a special token: across, staggered (plotly would turn them all on their side)
+            texts = stagger(texts, step * TICK_AXIS_PX / n, size)
+            axis.update(tickangle=0)
+        axis.update(tickvals=axis.tickvals[::step], ticktext=texts, tickfont_size=size)
     return fig
 
 

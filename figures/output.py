@@ -7,6 +7,7 @@ Every builder takes numbers and already-translated texts. The right token is red
 from __future__ import annotations
 
 import html
+import math
 from typing import Sequence
 
 import numpy as np
@@ -42,8 +43,18 @@ def last_vector(hidden: np.ndarray, *, title: str, x_title: str, hover: str) -> 
     bound = float(np.abs(h).max()) or 1.0
     fig = heatmap(h, title=title, x_title=x_title, zmin=-bound, zmax=bound, colorscale=DIVERGING, hover=hover,
                   height=150)
+    # The bar is ~60 px tall: plotly's five or more numbers on it overlap, three do not
+    mark = _round_down(bound)
+    fig.update_traces(colorbar=dict(tickmode="array", tickvals=[-mark, 0, mark],
+                                    ticktext=[f"{-mark:g}".replace("-", "−"), "0", f"{mark:g}"]))
     fig.update_yaxes(showticklabels=False)
     return fig
+
+
+def _round_down(value: float) -> float:
+    """``value`` (> 0) rounded down to one significant digit, so that it lies on a scale reaching ``value``."""
+    step = 10.0 ** math.floor(math.log10(value))
+    return math.floor(value / step + 1e-9) * step
 
 
 def logits_and_probs(tokens: Sequence[str], logits: Sequence[float], probs: Sequence[float], target_index: int, *,

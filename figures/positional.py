@@ -14,8 +14,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from figures.heatmap import heatmap
+from figures.masks import TITLE_LINE_PX, wrap_title
 from figures.style import DIVERGING, PALETTE, figure
 
+COLORBAR_ROOM = 36  # px under the table for its colour bar, laid across
 DASHES, WIDTHS = ("solid", "dash", "dot"), (6, 3.5, 2)  # overlaid lines stay visible under each other
 EXAMPLE_STYLES = [
     {"selector": "", "props": "border-collapse: collapse; font-size: 0.9rem; margin-bottom: 0.5rem"},
@@ -42,7 +44,11 @@ def frequency_figure(table: np.ndarray, pair: int, wavelength: float, table_labe
     fig.add_trace(picture.data[0], row=1, col=1)
     fig.update_xaxes(picture.layout.xaxis, row=1, col=1)
     fig.update_yaxes(picture.layout.yaxis, row=1, col=1)
-    fig.update_traces(colorbar=dict(x=fig.layout.xaxis.domain[1] + 0.01, xanchor="left", thickness=12),
+    left, right = fig.layout.xaxis.domain
+    # Across, under the table: between the panels it met the sine chart's numbers on a narrow screen
+    fig.update_traces(colorbar=dict(orientation="h", x=(left + right) / 2, xanchor="center", len=right - left,
+                                    lenmode="fraction", yref="container", y=0, yanchor="bottom", thickness=10,
+                                    ypad=6),
                       selector=dict(type="heatmap"))
     fig.add_shape(type="rect", x0=a - 0.5, x1=a + 1.5, y0=-0.5, y1=positions - 0.5,
                   line=dict(color="#111111", width=2), row=1, col=1)
@@ -58,7 +64,8 @@ def frequency_figure(table: np.ndarray, pair: int, wavelength: float, table_labe
                            font=dict(size=11), row=1, col=2)
     fig.update_xaxes(title=wave_x_title, row=1, col=2)
     fig.update_yaxes(range=[-1.15, 1.3], row=1, col=2)
-    fig.update_layout(height=min(520, max(300, 4 * positions + 140)) + 30, margin=dict(l=10, r=10, t=40, b=10),
+    fig.update_layout(height=min(520, max(300, 4 * positions + 140)) + 30 + COLORBAR_ROOM,
+                      margin=dict(l=10, r=10, t=40, b=10 + COLORBAR_ROOM),
                       colorway=list(PALETTE),
                       legend=dict(orientation="h", x=1, xanchor="right", y=1, yanchor="bottom"))
     return fig
@@ -148,7 +155,10 @@ def rope_lines_figure(rope: np.ndarray, additive: np.ndarray, starts: Sequence[i
     traces += [go.Scatter(x=offsets, y=additive[p, p + offsets], mode="lines", name=additive_names[n],
                           line=dict(color=PALETTE[3], dash=DASHES[n], width=WIDTHS[n] / 2))
                for n, p in enumerate(starts)]
-    fig = figure(*traces, title=title, height=400, legend=dict(font=dict(size=10), orientation="h", y=-0.25, x=0))
+    lines = wrap_title(title)  # a third of a wide page holds ~30 letters of a 14 px title: plotly would cut it
+    fig = figure(*traces, title="<br>".join(lines), height=400 + TITLE_LINE_PX * (len(lines) - 1),
+                 legend=dict(font=dict(size=10), orientation="h", y=-0.25, x=0))
+    fig.update_layout(margin_t=fig.layout.margin.t + TITLE_LINE_PX * (len(lines) - 1))
     fig.update_xaxes(title=x_title)
     fig.update_yaxes(title=y_title)
     return fig

@@ -5,6 +5,7 @@ and carries its kind as a CSS class, so padding is grey, ``<bos>``/``<eos>`` blu
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -17,6 +18,8 @@ from figures.labels import axis_labels, token_label
 from figures.style import DIVERGING
 
 ROW_LABELS_MAX = 70  # the most embedding-table rows labelled one by one (11 px a row at the figure's 900 px cap)
+LABEL_PX = 14  # the height a row label needs (10 px text and a gap) before the next one
+PLOT_MARGIN_PX = 60  # of a figure's height, what its margins and the x axis take from the plot
 
 # How the tables show each kind of cell: padding greyed out, <bos>/<eos> blue, <unk> red.
 TABLE_STYLES = [
@@ -73,6 +76,18 @@ def stage_figures(tokens: Sequence[str], stages: Sequence[np.ndarray], titles: S
     ]
 
 
+def label_groups(rows: Sequence[int], gap: int) -> list[list[int]]:
+    """``rows`` (sorted) in runs whose neighbours are fewer than ``gap`` rows apart: one label each, so
+    that two labels never sit closer than ``gap`` rows (where they would overlap)."""
+    groups: list[list[int]] = []
+    for row in rows:
+        if groups and row - groups[-1][-1] < gap:
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    return groups
+
+
 def matrix_figure(matrix: np.ndarray, vocab: Sequence[str], used: Sequence[int],
                   axis: tuple[str, str, str]) -> go.Figure:
     """The whole embedding table (V, d), the rows in ``used`` framed and marked ▶.
@@ -80,16 +95,24 @@ def matrix_figure(matrix: np.ndarray, vocab: Sequence[str], used: Sequence[int],
     Every row is labelled with its token up to :data:`ROW_LABELS_MAX` rows; a larger vocabulary (a
     word model's hundreds) labels only the rows in ``used``: its rows are a few pixels high, so all
     labels would overlap unreadably, and drawing them cost chromium ~0.65 s per draw for 323 rows
-    (30 ms with the used rows only).
+    (30 ms with the used rows only). Used rows too close for a label each share one, ``▶ a · b``, at
+    their middle (:func:`label_groups`).
     """
     x_title, y_title, hover = axis
     used = sorted(set(used))
     lim = float(np.abs(matrix).max()) or 1.0
+    height = max(360, min(900, 11 * len(vocab) + 120))
     fig = heatmap(matrix, x_title=x_title, y_title=y_title, zmin=-lim, zmax=lim, colorscale=DIVERGING,
-                  hover=hover, height=max(360, min(900, 11 * len(vocab) + 120)))
-    labelled = range(len(vocab)) if len(vocab) <= ROW_LABELS_MAX else used
-    ticktext = [("▶ <b>" + token_label(vocab[i]) + "</b>") if i in used else token_label(vocab[i]) for i in labelled]
-    fig.update_yaxes(tickmode="array", tickvals=list(labelled), ticktext=ticktext, tickfont=dict(size=10))
+                  hover=hover, height=height)
+    if len(vocab) <= ROW_LABELS_MAX:
+        tickvals = list(range(len(vocab)))
+        ticktext = [("▶ <b>" + token_label(vocab[i]) + "</b>") if i in used else token_label(vocab[i])
+                    for i in tickvals]
+    else:
+        groups = label_groups(used, max(1, math.ceil(LABEL_PX * len(vocab) / (height - PLOT_MARGIN_PX))))
+        tickvals = [sum(group) / len(group) for group in groups]
+        ticktext = ["▶ <b>" + " · ".join(token_label(vocab[i]) for i in group) + "</b>" for group in groups]
+    fig.update_yaxes(tickmode="array", tickvals=tickvals, ticktext=ticktext, tickfont=dict(size=10))
     width = matrix.shape[1]
     for i in used:
         fig.add_shape(type="rect", x0=-0.5, x1=width - 0.5, y0=i - 0.5, y1=i + 0.5,

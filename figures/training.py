@@ -17,13 +17,17 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from figures.labels import display_token
+from figures.labels import display_token, plain_number
 
 MAX_POINTS = 300
 THIS_RUN = "#b8232f"  # the theme's primary colour
 OTHER_RUN = "#8a8fa3"
 NOW = "#1f2330"
 CHART_HEIGHT = 260
+
+# Learning rates in plain decimals (d3 formats): 0.0007, not 7.0e-4, which a class does not read
+LR_FORMAT = ".2~r"
+LR_TOOLTIP_FORMAT = ".3~r"
 
 
 # ------------------------------------------------------------------ data tables
@@ -65,7 +69,7 @@ def peak_table(peaks: Sequence[tuple[str, int, float]]) -> pa.Table:
         "step": pa.array([step for _, step, _ in peaks], type=pa.int64()),
         "lr": pa.array([lr for _, _, lr in peaks], type=pa.float64()),
         "series": pa.array([label for label, _, _ in peaks], type=pa.string()),
-        "label": pa.array([f"{lr:.2e}" for _, _, lr in peaks], type=pa.string()),
+        "label": pa.array([plain_number(lr, 3) for _, _, lr in peaks], type=pa.string()),
     })
 
 
@@ -122,8 +126,9 @@ def _color(series: Sequence[str]) -> dict:
 
 
 def _x(title: str, domain: Sequence[float] | None = None) -> dict:
-    # "," and not "~s": Vega gives all ticks one SI prefix, so 200 and 400 read "0.2k" and "0.4k"
-    x = {"field": "step", "type": "quantitative", "title": title, "axis": {"format": ","},
+    # ",d" and not "~s": Vega gives all ticks one SI prefix, so 200 and 400 read "0.2k" and "0.4k";
+    # and not ",": Vega wrote 100 as "1e+2"
+    x = {"field": "step", "type": "quantitative", "title": title, "axis": {"format": ",d"},
          "scale": {"zero": True}}
     if domain is not None:
         x["scale"] = {"domain": list(domain), "nice": False}
@@ -172,9 +177,9 @@ def lr_spec(*, x_title: str, y_title: str, series: Sequence[str], live: bool,
     """Planned Noam curves (dataset ``curve``) with their peaks (``peak``); with ``live``, the
     run's current step (``now``: one row step, lr) as a rule and a dot on top."""
     x = _x(x_title, x_domain)
-    y = {"field": "lr", "type": "quantitative", "title": y_title, "axis": {"format": ".1e"}}
+    y = {"field": "lr", "type": "quantitative", "title": y_title, "axis": {"format": LR_FORMAT}}
     tooltip = [{"field": "series", "title": " "}, {"field": "step", "title": x_title},
-               {"field": "lr", "title": y_title, "format": ".3e"}]
+               {"field": "lr", "title": y_title, "format": LR_TOOLTIP_FORMAT}]
     layers: list[dict] = [
         {
             "data": {"name": "curve"},

@@ -21,6 +21,13 @@ ASSETS = Path(__file__).resolve().parents[1] / "assets"
 # Inside the component's shadow root: applies to this markup only. Colours from the theme (--st-*).
 MAP_CSS = """
 .tp-diagram svg { width: 100%; height: auto; }
+/* On a phone the 780-unit drawing at 358 px writes its smallest labels (12.5 units) at 5.7 px: it keeps
+   600 px (labels of 9.6 px and more) and its box scrolls sideways, with its scrollbar shown. */
+@media (max-width: 640px) {
+  .tp-diagram { overflow-x: auto; scrollbar-width: thin; scrollbar-color: rgba(128, 128, 128, 0.6) transparent; }
+  .tp-diagram svg { min-width: 600px; }
+  .tp-map > section { min-width: 0; }  /* a grid item would otherwise grow to the drawing's width */
+}
 .tp-map { display: grid; grid-template-columns: 7fr 4fr; gap: 1rem 3rem; align-items: start; }
 @media (max-width: 760px) { .tp-map { grid-template-columns: 1fr; } }
 .tp-map h3 { font-size: 1.75rem; font-weight: 700; line-height: 1.2; margin: 0.5rem 0 1rem; }

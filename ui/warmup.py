@@ -17,6 +17,13 @@ visitor does not wait for it, and it:
   walks them all, and it stops every session at once while it does: 0.25-0.74 s each, three or
   four times in 90 s of 10 busy sessions (``bench/load.py``); after the freeze the same
   collections took 30-74 ms. Those objects live as long as the process anyway.
+* then (``done`` is already set: the training page does not wait for this) computes, per shipped
+  model, what a page's first click on its example sentence would otherwise compute while the visitor
+  waits (:func:`warm_views`): the BLEU page's answers to the first 200 samples of seed 0 and their
+  scores (a model change on that page decodes nothing), the Attention page's "Inside one head"
+  views and the √d_k table, the Feed-forward page's decoder layer. Each goes through
+  :func:`ui.cache.computed` with the page's own arguments, so it lands in the cache the pages read
+  (the pages' AppTests, ``test_*_once_the_warm_up_has_run``, pin that they then compute nothing new).
 
 The training page (or a benchmark) may call :func:`wait_for_warmup` before it starts. A missing
 ``model.checkpoint`` module or missing checkpoint files are skipped and noted, never raised.
@@ -26,6 +33,7 @@ from __future__ import annotations
 import atexit
 import gc
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -46,6 +54,9 @@ class WarmUp:
     threads: int | None = None  # torch's intra-op threads once the warm-up set them
     frozen_objects: int = 0  # objects gc.freeze() took out of the collector's reach
     seconds: float | None = None
+    views_done: threading.Event = field(default_factory=threading.Event)  # warm_views ran for every model
+    stopping: threading.Event = field(default_factory=threading.Event)  # the process exits: warm no more views
+    warmed: list[str] = field(default_factory=list)  # models whose first-click views are cached
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the warm-up has finished (True) or ``timeout`` seconds passed (False)."""
@@ -97,6 +108,72 @@ def run_warmup(report: WarmUp) -> None:
         report.frozen_objects = gc.get_freeze_count()
         report.seconds = time.perf_counter() - start
         report.done.set()
+    _yield_the_cpu()  # what follows only saves a visitor's first click: every request goes first
+    try:
+        for name in report.loaded:
+            if report.stopping.is_set():
+                break
+            try:
+                warm_views(load_shipped(name), should_stop=report.stopping.is_set)
+                report.warmed.append(name)
+            except Exception:  # a view that cannot be computed is computed (and reported) by its page
+                _log.exception("warming the pages' views of %s failed", name)
+    finally:
+        report.views_done.set()
+
+
+def _yield_the_cpu() -> None:
+    """Lowest CPU priority for this thread (Linux sets it per thread; elsewhere nothing changes)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):
+        pass
+
+
+BLEU_SEED, BLEU_NOISE = 0, "none"  # the BLEU page's default seed and noise
+BLEU_NS = (50, 200)  # its default and its largest N
+WHY_SCALE_DIMS = (4, 16, 64, 256)  # the d_k the √d_k table always shows (the model's own is added)
+
+
+def example_source(ckpt) -> str | None:
+    """The sentence a page's one-sentence box starts with (``ui.widgets.sentence_input``), as the model reads it."""
+    from explain.tasks import task_example
+    from explain.text import MAX_CHARS, prepare_sentence
+
+    prepared = prepare_sentence(task_example(ckpt), ckpt.tokenizer,
+                                max_chars=min(MAX_CHARS, ckpt.model.config.max_len))
+    return prepared.sentences[0] if prepared.sentences else None
+
+
+def warm_views(ckpt, should_stop=lambda: False) -> None:
+    """Compute, into the pages' cache, what their first clicks on ``ckpt``'s example would compute:
+    the same :func:`ui.cache.computed` calls, with the same arguments, as the pages make.
+    ``should_stop`` is asked between the BLEU page's chunks (the longest part)."""
+    from explain.attention import attention_view, why_scale
+    from explain.bleu import chunks_for, decode_chunk, has_samples, bleu_tokenize, score_samples
+    from explain.ffn import ffn_view
+    from ui.cache import computed
+
+    source = example_source(ckpt)
+    if source is not None:
+        base = computed(attention_view, source, None, model=ckpt, scale_scores=True, ablate_heads=(),
+                        need_details=False)  # the Attention page's overview
+        for scale, details in ((True, True), (False, False)):  # "Inside one head": this scaling, and the other
+            computed(attention_view, source, base.answer, model=ckpt, scale_scores=scale, ablate_heads=(),
+                     need_details=details)
+        for stack in ("encoder", "decoder"):  # the Feed-forward page's first layer
+            computed(ffn_view, source, stack, 0, model=ckpt)
+    cfg = ckpt.model.config
+    computed(why_scale, tuple(sorted({*WHY_SCALE_DIMS, cfg.d_model // cfg.n_heads})))
+    if has_samples(ckpt):  # the BLEU page: seed 0's answers up to the largest N, scored at its default and largest N
+        samples = []
+        for chunk in range(chunks_for(max(BLEU_NS))):
+            if should_stop():
+                return
+            samples.extend(computed(decode_chunk, BLEU_SEED, chunk, model=ckpt))
+        triples = tuple((s.source, s.reference, s.output) for s in samples)
+        for n in BLEU_NS:
+            computed(score_samples, triples[:n], BLEU_NOISE, BLEU_SEED, bleu_tokenize(ckpt))
 
 
 @st.cache_resource(show_spinner=False)
@@ -106,8 +183,15 @@ def start_warmup() -> WarmUp:
     threading.Thread(target=run_warmup, args=(report,), name="tp-warmup", daemon=True).start()
     # A daemon thread killed inside torch at interpreter exit aborts the process ("terminate
     # called without an active exception", exit 134): a short test run can end that early.
-    atexit.register(report.wait, 120)
+    atexit.register(_finish, report)
     return report
+
+
+def _finish(report: WarmUp) -> None:
+    """At exit: let the thread end between two steps (the views are not needed any more)."""
+    report.stopping.set()
+    report.wait(120)
+    report.views_done.wait(120)
 
 
 def wait_for_warmup(timeout: float | None = None) -> bool:

@@ -337,3 +337,42 @@ def test_cross_attention_statistics_leave_out_positional_measures(app, lang):
     assert translate("attention.stats.col_distance", lang) not in hover
     at = open_attention(app, lang=lang, att_view="stats", att_kind="encoder")  # one sentence: they mean something
     assert translate("attention.stats.col_distance", lang) in list(at.dataframe[0].value.columns)
+
+
+# ------------------------------------------------------------------ warmed when the model loads (#35 item 22)
+
+
+def counting(monkeypatch, module, name: str) -> list:
+    """Replace ``module.name`` by a wrapper (same name, so the same cache key) that records each call."""
+    import functools
+
+    calls, real = [], getattr(module, name)
+
+    @functools.wraps(real)
+    def spy(*args, **kwargs):
+        calls.append(args[1:3])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, spy)
+    return calls
+
+
+def test_inside_one_head_computes_nothing_new_once_the_warm_up_has_run(app, monkeypatch):
+    """The warm-up computes, when a model loads, the views "Inside one head" reads on the model's example
+    (both scalings, with the details) and the √d_k table: the first switch to that view runs no forward."""
+    import streamlit as st
+
+    import explain.attention
+    from ui.warmup import start_warmup, warm_views
+
+    at = open_attention(app)
+    assert start_warmup().views_done.wait(120)  # the process's own warm-up (started by the app) is over
+    views = counting(monkeypatch, explain.attention, "attention_view")
+    tables = counting(monkeypatch, explain.attention, "why_scale")
+    st.cache_data.clear()
+    warm_views(models.load_shipped("copy"))
+    assert len(views) == 3 and len(tables) == 1  # the overview's, and the two "inside" reads
+    del views[:], tables[:]
+    clean(at.button_group(key="attention.section").set_value("inside").run())
+    assert at.metric, "the inside view was not drawn"
+    assert views == [] and tables == []

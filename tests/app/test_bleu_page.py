@@ -215,3 +215,54 @@ def test_translation_models_are_scored_at_their_tokenisation(app, monkeypatch, t
     assert metric(at, "bleu") == f"{library.score:.1f}"
     at = open_bleu(app, model=task, bleu_n="10", bleu_view="worked", bleu_pair="typed")
     assert at.radio(key="bleu.tokenize").value == tokenize
+
+
+def test_a_model_change_at_200_samples_decodes_and_scores_nothing_once_the_warm_up_has_run(app, monkeypatch):
+    """The warm-up decodes seed 0's first 200 samples of every model with a task and scores them at N = 50
+    and N = 200 when the model loads (#35 item 22): switching models on the page then computes nothing."""
+    import functools
+
+    import streamlit as st
+
+    import explain.bleu
+    from ui.warmup import start_warmup, warm_views
+
+    at = open_bleu(app, bleu_n="200", model="dates")
+    assert start_warmup().views_done.wait(120)  # the process's own warm-up (started by the app) is over
+    calls = []
+    for name in ("decode_chunk", "score_samples"):
+        real = getattr(explain.bleu, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            calls.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(explain.bleu, name, functools.wraps(real)(spy))
+    st.cache_data.clear()
+    for task in ("copy", "dates"):
+        warm_views(models.load_shipped(task))
+    assert calls.count("decode_chunk") == 2 * 8 and calls.count("score_samples") == 2 * 2
+    del calls[:]
+    clean(at.selectbox(key="model").set_value("copy").run())
+    assert query(at, "model") == "copy" and metric(at, "bleu")
+    assert calls == []
+
+
+def test_scoring_the_answers_runs_under_a_spinner_that_says_so(app, monkeypatch):
+    """Scoring N answers is the part of a seed change the progress bar does not cover (#35 item 22):
+    it runs inside a spinner with a translated message (shown by Streamlit only if it lasts 0.5 s)."""
+    import contextlib
+
+    import streamlit as st
+
+    shown, real = [], st.spinner
+
+    @contextlib.contextmanager
+    def spinner(text="", *args, **kwargs):
+        shown.append(text)
+        with real(text, *args, **kwargs):
+            yield
+
+    monkeypatch.setattr(st, "spinner", spinner)
+    at = open_bleu(app, bleu_n="30", lang="zh")
+    assert translate("bleu.scoring", "zh", n=30) in shown

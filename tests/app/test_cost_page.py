@@ -91,7 +91,7 @@ def test_the_axes_switch_is_in_the_url(app):
 def test_the_result_is_kept_for_the_next_visitor_and_a_link_sets_the_axes(app):
     measure(open_cost(app))
     later = open_cost(app, cst_log="false")
-    assert not later.button  # nothing to press: the result is already there
+    assert not later.main.button  # nothing to press: the result is already there
     assert translate("attention_cost.measure.kept", "en") in [c.value for c in later.caption]
     assert later.toggle(key="attention_cost.log").value is False
     assert chart(later, "attention_cost.chart")["layout"]["xaxis"]["type"] == "linear"
@@ -126,4 +126,4 @@ def test_no_model_gives_a_notice_not_a_traceback(app, monkeypatch, tmp_path):
     monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
     at = open_cost(app)
     assert translate("common.model.none_available", "en") in [i.value for i in at.info]
-    assert not at.button and not at.get("plotly_chart")
+    assert not at.main.button and not at.get("plotly_chart")

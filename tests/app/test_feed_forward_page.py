@@ -4,6 +4,7 @@ Checks read what the page shows: the plotly figures' JSON, metrics, the table an
 """
 from __future__ import annotations
 
+import json
 from dataclasses import fields
 
 import numpy as np
@@ -140,6 +141,17 @@ def test_parameters_of_this_model_and_the_paper(app):
     assert chart(at, "feed_forward.params_chart")["data"]
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_parameter_counts_are_written_with_thousands_separators(app, lang):
+    """Issue #35 item 20: 198272 read as one long number; the counts are numbers shown "localized" (198,272)."""
+    at = open_ffn(app, lang, ff_view="params")
+    config = json.loads(at.dataframe[0].proto.columns)
+    for name in ("ffn", "attention", "norm", "total"):
+        header = translate(f"feed_forward.params.col_{name}", lang)
+        assert config[header]["type_config"] == {"type": "number", "format": "localized"}, header
+    assert at.dataframe[0].value[translate("feed_forward.params.col_total", lang)].dtype.kind == "i"  # still numbers
+
+
 # ------------------------------------------------------------------ both languages, other models
 
 
@@ -203,3 +215,32 @@ def test_the_try_this_box_compares_sizes_for_the_selected_model(app, lang):
     size = translate("feed_forward.try.size_smaller", lang, ratio=f"{ratio:.0f}")
     assert any(size in m.value for m in at.markdown)
     assert not any("60" in m.value for m in at.markdown if size in m.value)
+
+
+def test_the_first_switch_to_the_decoder_computes_nothing_once_the_warm_up_has_run(app, monkeypatch):
+    """The warm-up computes both stacks' first layer on the model's example when the model loads (#35 item 22)."""
+    import functools
+
+    import streamlit as st
+
+    import explain.ffn
+    from ui import models
+    from ui.warmup import start_warmup, warm_views
+
+    calls, real = [], explain.ffn.ffn_view
+
+    @functools.wraps(real)
+    def spy(*args, **kwargs):
+        calls.append(args[1:])
+        return real(*args, **kwargs)
+
+    at = open_ffn(app)
+    assert start_warmup().views_done.wait(120)  # the process's own warm-up (started by the app) is over
+    monkeypatch.setattr(explain.ffn, "ffn_view", spy)
+    st.cache_data.clear()
+    warm_views(models.load_shipped("copy"))
+    assert [c[1:] for c in calls] == [("encoder", 0), ("decoder", 0)]
+    del calls[:]
+    clean(at.button_group(key="feed_forward.stack").set_value("decoder").run())
+    assert query(at, "feed_forward_stack") == "decoder"
+    assert calls == []

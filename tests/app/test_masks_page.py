@@ -88,7 +88,7 @@ def test_default_view_in_both_languages(app, lang):
     at = open_masks(app, lang=lang)
     assert at.title[0].value == translate("masks.title", lang)
     assert any(r"\mathrm{Attention}" in lat.value for lat in at.latex)
-    assert [(s.key, s.label, s.value) for s in at.toggle] == [  # one switch per mask, both on
+    assert [(s.key, s.label, s.value) for s in at.main.toggle] == [  # one switch per mask, both on
         ("masks.padding", translate("masks.padding_switch", lang), True),
         ("masks.look_ahead", translate("masks.look_ahead_switch", lang), True)]
     assert at.segmented_control(key="masks.section").value == "matrices"

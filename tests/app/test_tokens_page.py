@@ -28,7 +28,8 @@ def open_tokens(app, **query: str) -> AppTest:
 
 def tables(at: AppTest) -> list[str]:
     """The HTML of the page's tables: batch tokens, batch ids, the chosen sentence."""
-    return [h.proto.body for h in at.get("html") if "tp-code" not in h.proto.body and "tp-steps" not in h.proto.body]
+    return [h.proto.body for h in at.get("html") if "tp-code" not in h.proto.body and "tp-steps" not in h.proto.body
+            and not h.proto.body.lstrip().startswith("<style>")]  # the app's CSS (ui/page_css.py)
 
 
 def batch_caption(at: AppTest) -> str:

@@ -171,6 +171,9 @@ def test_start_then_the_run_advances_pauses_resumes_and_stops(app):
     assert len(charts(at)) >= 5  # planned curve, loss, learning rate, accuracy, speed (+ attention heads)
     clean(at.button(key="training.pause").click().run())
     assert translate("training.run.paused", "en") in texts(at.info)
+    # the pause is the run's state at once (#35 item 22): Resume is drawn by the Pause click's own rerun,
+    # not after the training loop's next poll or the live panel's next tick
+    assert [b.key for b in at.button if b.key in ("training.pause", "training.resume")] == ["training.resume"]
 
     def says_paused(a: AppTest) -> bool:  # (a step in flight when pausing may still land: rerun until it has)
         line = translate("common.training.paused", "en", model="copy-tiny-1", step=step_of(a), total="20,000",
@@ -383,6 +386,7 @@ def test_a_second_curve_that_peaks_after_the_cap_says_so_and_steps_read_in_full(
     steps, rate = found[0]["steps"], found[0]["lr"]
     assert int(steps) < 800 and float(rate) == pytest.approx(training_charts.peak_rate(d_model, 800, 1.0), rel=1e-2)
     spec = json.loads(charts(at)[0].proto.spec)
-    assert {layer["encoding"]["x"]["axis"]["format"] for layer in spec["layer"] if "x" in layer["encoding"]} == {","}
+    # ",d": whole steps with separators (Vega wrote "," as 1e+2; "~s" as 0.2k)
+    assert {layer["encoding"]["x"]["axis"]["format"] for layer in spec["layer"] if "x" in layer["encoding"]} == {",d"}
     clean(at.slider(key="training.compare").set_value(200).run())  # peaks inside the run: nothing to say
     assert not any(re.fullmatch(pattern, c) for c in texts(at.caption))

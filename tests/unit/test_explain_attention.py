@@ -111,9 +111,10 @@ def test_head_codes_round_trip_and_become_zero_based_triples():
 
 def test_probabilities_are_written_readably_at_any_size():
     assert xa.format_probability(0.27612) == "0.276"
-    assert xa.format_probability(3.1e-7) == "3.10e-07"
+    assert xa.format_probability(3.1e-7) == "0.000000310"  # plain decimals (issue #35 item 20)
+    assert xa.format_probability(0.00042) == "0.000420"
     assert xa.format_probability(-0.25, sign=True) == "-0.250"
-    assert xa.format_probability(-3.1e-7, sign=True) == "-3.10e-07"
+    assert xa.format_probability(-3.1e-7, sign=True) == "-0.000000310"
     assert xa.format_probability(0.0) == "0.000"
 
 

@@ -61,10 +61,20 @@ def test_a_sampled_token_of_tiny_probability_stays_visible_and_every_bar_has_its
     fig = fd.topk(["a", "b", "z"], [0.9, 0.09, 0.0004], "z", sampling=[0.7, 0.2, 0.003], names=("m", "s"),
                   title="", x_title="p", hover="%{x}")
     model, sampled, marker = fig.data
-    assert list(model.text) == ["0.90", "0.09", "4.0e-04"] and list(sampled.text) == ["0.70", "0.20", "3.0e-03"]
+    # plain decimals, two significant digits (not 4.0e-04: issue #35 item 20)
+    assert list(model.text) == ["0.90", "0.09", "0.00040"] and list(sampled.text) == ["0.70", "0.20", "0.0030"]
     assert list(marker.y) == [2] and marker.marker.color == fd.CHOSEN_COLOR and marker.marker.size >= 10
     assert fig.layout.xaxis.range[0] < marker.x[0] < 0, "the marker sits left of the bars, inside the plot"
     assert fd.CHOSEN_COLOR in fig.layout.yaxis.ticktext[2]
+
+
+def test_numbers_are_written_in_plain_decimals_with_thousands_separators():
+    from figures.labels import plain_number
+
+    assert [plain_number(v) for v in (0.0004, 0.0088, 0.5, 198272.0, -0.0012, 0.0)] == [
+        "0.00040", "0.0088", "0.50", "198,272", "-0.0012", "0"]
+    assert plain_number(0.00884, 3) == "0.00884" and plain_number(3.1e-7, 3) == "0.000000310"
+    assert not any("e" in fd.bar_value(p) for p in (0.0004, 1e-6, 0.009, 0.5))
 
 
 def test_top_k_escapes_the_names_of_the_distributions():

@@ -154,9 +154,72 @@ def test_charts_side_by_side_make_the_same_room_for_their_titles():
 
 
 def test_a_long_token_axis_labels_every_kth_position():
-    n = 25
+    n = 45
     fig = fm.mask_matrix(mask_of(n), [str(i) for i in range(n)], title="m")
-    assert list(fig.layout.xaxis.tickvals) == list(range(0, n, 3)) and len(fig.layout.xaxis.tickvals) <= 12
+    assert list(fig.layout.xaxis.tickvals) == list(range(0, n, 3)) and len(fig.layout.xaxis.tickvals) <= 20
     assert list(fig.layout.yaxis.ticktext) == [str(i) for i in range(0, n, 3)]
     few = fm.mask_matrix(mask_of(12), [str(i) for i in range(12)], title="m")
     assert list(few.layout.xaxis.tickvals) == list(range(12))
+
+
+def test_a_fifteen_token_axis_labels_every_token_in_a_smaller_font():
+    tokens = list("猫昨天在花园里吃了两个苹果。") + ["。"]
+    figs = (fm.mask_matrix(mask_of(15), tokens, title="m"),
+            fm.attention_map(uniform(mask_of(15)), mask_of(15), np.zeros((15, 15), bool), tokens, title="t",
+                             x_title="k", y_title="q"))
+    for fig in figs:
+        for axis in (fig.layout.xaxis, fig.layout.yaxis):
+            assert axis.tickmode == "array" and list(axis.tickvals) == list(range(15))
+            assert list(axis.ticktext) == tokens
+            assert fm.TICK_FONT_MIN <= axis.tickfont.size < fm.TICK_FONT_MAX
+            # 15 CJK labels, each as wide as its font, fit the narrowest axis with room between them
+            assert 15 * axis.tickfont.size <= 0.9 * fm.TICK_AXIS_PX
+    few = fm.mask_matrix(mask_of(6), tokens[:6], title="m")
+    assert few.layout.xaxis.tickfont.size == fm.TICK_FONT_MAX
+
+
+def test_short_chinese_tokens_are_written_across_not_turned():
+    tokens = list("猫昨天在花园里吃了两个苹果。")
+    fig = fm.attention_map(uniform(mask_of(14)), mask_of(14), np.zeros((14, 14), bool), tokens, title="t",
+                           x_title="k", y_title="q")
+    assert fig.layout.xaxis.tickangle == 0
+    bars = fm.row_bars(np.zeros(14), np.full(14, 1 / 14), np.ones(14, bool), tokens, titles=("1", "2", "3"),
+                       x_title="key", minus_inf="−∞")
+    assert all(f.layout.xaxis.tickangle == 0 for f in bars)
+    # Two-character words too; English words are left to plotly, which slants them
+    words = fm.attention_map(uniform(mask_of(3)), mask_of(3), np.zeros((3, 3), bool), ["昨天", "花园", "。"],
+                             title="t", x_title="k", y_title="q")
+    assert words.layout.xaxis.tickangle == 0 and "<br>" not in "".join(words.layout.xaxis.ticktext)
+    latin = fm.attention_map(uniform(mask_of(3)), mask_of(3), np.zeros((3, 3), bool), ["the", "cat", "ate"],
+                             title="t", x_title="k", y_title="q")
+    assert latin.layout.xaxis.tickangle is None
+
+
+def _label_spans(texts, slot, size):
+    """(line, left, right) of each staggered label, widths estimated as :func:`figures.masks.stagger` does."""
+    import html
+
+    spans = []
+    for n, text in enumerate(texts):
+        line, plain = text.count("<br>"), html.unescape(text.replace("<br>", ""))
+        half = size * sum(1.0 if fm._width(ch) == 2 else 0.6 for ch in plain) / 2
+        spans.append((line, n * slot - half, n * slot + half))
+    return spans
+
+
+def test_chinese_beside_special_tokens_is_written_across_and_staggered():
+    """en-zh's decoder (the English page's default): <bos> then 15 characters, and a shorter sentence's <pad>s.
+    Plotly turned them all by 90° (the characters on their side, run together); now they are written across
+    and a label that would meet its neighbour moves down a line."""
+    for tokens in (["<bos>", *"猫昨天在花园里吃了两个苹果。", "。"], ["<bos>", *"你看见了狗吗？", "<pad>", "<pad>", "<pad>"]):
+        n = len(tokens)
+        fig = fm.mask_matrix(mask_of(n), tokens, title="m")
+        axis = fig.layout.xaxis
+        assert axis.tickangle == 0 and list(axis.tickvals) == list(range(n))
+        assert [t.replace("<br>", "") for t in axis.ticktext] == [t.replace("<", "&lt;").replace(">", "&gt;")
+                                                                   for t in tokens]
+        assert any("<br>" in t for t in axis.ticktext)  # at least one label moved down
+        spans = _label_spans(axis.ticktext, fm.TICK_AXIS_PX / n, axis.tickfont.size)
+        for i, (line, _, right) in enumerate(spans):
+            same_line = [left for other, left, _ in spans[i + 1:] if other == line]
+            assert all(left >= right for left in same_line), (tokens[i], axis.ticktext)

@@ -14,6 +14,11 @@ def test_the_last_vector_is_one_strip_centred_on_zero():
     z = np.asarray(fig.data[0].z, dtype=float)
     assert z.shape == (1, 3) and np.allclose(z, [[0.5, -2.0, 1.0]])
     assert (fig.data[0].zmin, fig.data[0].zmax) == (-2.0, 2.0)
+    # Three numbers on the short colour bar (plotly put one every unit: −2, −1, 0, 1, 2 overlapped)
+    bar = fig.data[0].colorbar
+    assert bar.tickmode == "array" and list(bar.tickvals) == [-2.0, 0, 2.0] and list(bar.ticktext) == ["−2", "0", "2"]
+    bar = fo.last_vector(np.array([0.47, -0.2]), title="h", x_title="dim", hover="").data[0].colorbar
+    assert list(bar.tickvals) == [-0.4, 0, 0.4] and list(bar.ticktext) == ["−0.4", "0", "0.4"]
 
 
 def test_logits_and_probabilities_share_the_token_axis_and_mark_the_target():

@@ -31,7 +31,13 @@ def test_frequency_figure_frames_the_pair_on_the_table():
     np.testing.assert_allclose(sin.y, table[:, 2])
     np.testing.assert_allclose(cos.y, table[:, 3])
     assert (sin.xaxis, sin.name, cos.name) == ("x2", "sin", "cos")
-    assert heat.colorbar.x < fig.layout.xaxis2.domain[0]  # the colour bar sits between the panels
+    # The colour bar lies across under the table, within its width: clear of the sine chart's numbers
+    left, right = fig.layout.xaxis.domain
+    bar = heat.colorbar
+    assert bar.orientation == "h" and bar.lenmode == "fraction" and bar.xanchor == "center"
+    assert left <= bar.x - bar.len / 2 and bar.x + bar.len / 2 <= right < fig.layout.xaxis2.domain[0]
+    assert (bar.yref, bar.y, bar.yanchor) == ("container", 0, "bottom")
+    assert fig.layout.margin.b >= bar.thickness + 20  # room for the bar and its numbers under the x axis
 
 
 def test_waves_mark_whole_wavelengths():
@@ -78,5 +84,10 @@ def test_rope_pictures():
     lines = rope_lines_figure(rope, additive, (0, 12, 24), ["r0", "r1", "r2"], ["a0", "a1", "a2"], "lines",
                               ("k", "score"))
     assert [tr.name for tr in lines.data] == ["r0", "r1", "r2", "a0", "a1", "a2"]
+    long = rope_lines_figure(rope, additive, (0, 12, 24), ["r0", "r1", "r2"], ["a0", "a1", "a2"],
+                             "Score against offset, for three query positions", ("k", "score"))
+    # A third of a wide page: the title is wrapped (plotly cuts a long one), with room above the plot
+    assert long.layout.title.text == "Score against offset, for<br>three query positions"
+    assert long.layout.margin.t > lines.layout.margin.t and long.layout.height > lines.layout.height
     np.testing.assert_allclose(lines.data[1].y, rope[12, 12:36])
     np.testing.assert_allclose(lines.data[4].y, additive[12, 12:36])

@@ -10,7 +10,7 @@ from explain.tokens import SENTENCE_ROWS, sentence_frame, side_frames
 from explain.tokens import sentence_batch
 from figures.labels import VISIBLE_SPACE
 from figures.style import DIVERGING
-from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figures
+from figures.tokens import LABEL_PX, PLOT_MARGIN_PX, ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figures
 from model.tasks import DEFAULT_ALPHABET
 from model.tokenizer import CharTokenizer
 
@@ -83,3 +83,15 @@ def test_a_large_vocabulary_labels_only_the_rows_used():
     assert fig["data"][0]["z"] is not None and len(fig["layout"]["shapes"]) == 2  # every row is still drawn
     small = matrix_figure(matrix[:ROW_LABELS_MAX], vocab[:ROW_LABELS_MAX], (2,), ("dim", "token", "%{z}")).to_dict()
     assert len(small["layout"]["yaxis"]["ticktext"]) == ROW_LABELS_MAX
+
+
+def test_marked_rows_too_close_for_a_label_each_share_one():
+    vocab = [f"w{i}" for i in range(255)]  # zh-en's characters: 255 rows in 900 px, ~3.3 px a row
+    fig = matrix_figure(np.zeros((255, 4)), vocab, (40, 41, 100, 103, 200), ("dim", "token", "%{z}"))
+    axis = fig.layout.yaxis
+    assert list(axis.ticktext) == ["▶ <b>w40 · w41</b>", "▶ <b>w100 · w103</b>", "▶ <b>w200</b>"]
+    assert list(axis.tickvals) == [40.5, 101.5, 200]
+    plot_px = fig.layout.height - PLOT_MARGIN_PX
+    gaps = np.diff(axis.tickvals) * plot_px / len(vocab)
+    assert (gaps >= LABEL_PX).all()  # no two labels closer than one label's height: they cannot overlap
+    assert len(fig.layout.shapes) == 5  # every used row is still framed

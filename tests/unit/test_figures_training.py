@@ -32,7 +32,7 @@ def test_curve_and_peak_tables():
     assert curve.to_pydict() == {"step": [1, 2, 1], "lr": [0.1, 0.2, 0.3], "series": ["a", "a", "b"]}
     assert fig.curve_table([]).num_rows == 0
     peak = fig.peak_table([("a", 400, 0.00884)])
-    assert peak.to_pydict() == {"step": [400], "lr": [0.00884], "series": ["a"], "label": ["8.84e-03"]}
+    assert peak.to_pydict() == {"step": [400], "lr": [0.00884], "series": ["a"], "label": ["0.00884"]}
 
 
 def test_run_series_become_small_tables():
@@ -56,6 +56,17 @@ def test_attention_spec_labels_every_position_even_repeated_tokens():
     assert table.num_rows == 8 and math.isclose(sum(table.column("weight").to_pylist()), 2.0)
     assert spec["transform"][0]["calculate"] == '["<bos>", "l"][datum.row]'  # the tooltip's token
     assert fig.attention_height(2) == 200 and fig.attention_height(12) == 320  # sized to the sentence
+
+
+def test_learning_rates_are_written_in_plain_decimals():
+    """Issue #35 item 20: the rate axis read 7.0e-4, its tooltip 6.988e-4; d3's "r" writes 0.0007."""
+    import json
+
+    spec = json.dumps(fig.lr_spec(x_title="step", y_title="lr", series=["a"], live=False))
+    formats = [f for f in (fig.LR_FORMAT, fig.LR_TOOLTIP_FORMAT) if f in spec]
+    assert formats == [fig.LR_FORMAT, fig.LR_TOOLTIP_FORMAT] and not any("e" in f for f in formats)
+    assert '"format": ".1e"' not in spec and '"format": ".3e"' not in spec
+    assert json.loads(spec)["layer"][0]["encoding"]["x"]["axis"]["format"] == ",d"  # steps: 100, not 1e+2
 
 
 def test_live_specs_do_not_depend_on_the_data():

@@ -111,7 +111,7 @@ def test_the_planned_curve_peaks_at_warmup_with_the_paper_formula():
     assert top.lr == pytest.approx(32 ** -0.5 * 400 ** -0.5) == pytest.approx(noam_lr(400, 32, 400))
     assert len(a) <= fig.MAX_POINTS + 1
     assert datasets["peak"].column("series").to_pylist() == ["a"]  # warmup 4000 is never reached within 3000 steps
-    assert datasets["peak"].column("label").to_pylist() == [f"{32 ** -0.5 * 400 ** -0.5:.2e}"]
+    assert datasets["peak"].column("label").to_pylist() == ["0.00884"]  # 8.84e-03 in plain decimals
 
 
 def test_the_worked_peak_and_latex_numbers():
@@ -455,3 +455,17 @@ def test_the_planned_schedule_is_computed_once_per_settings():
     first, again = charts.planned_datasets(32, 1.0, 3000, curves), charts.planned_datasets(32, 1.0, 3000, list(curves))
     assert first["curve"] is again["curve"] and first["peak"] is again["peak"]
     assert charts.planned_datasets(32, 1.0, 2000, curves)["curve"] is not first["curve"]
+
+
+def test_only_a_pause_of_a_live_run_leaves_the_page_as_it_was_drawn():
+    """The controls row is a fragment (#35 item 22): Pause redraws only it (Resume at once; the live panel
+    redraws the page on its next tick); Start, Resume, Stop and Reset redraw the page."""
+    from ui.training.actions import redraws_page
+
+    assert not redraws_page("running", "paused") and not redraws_page("queued", "paused")
+    assert not redraws_page("running", "running") and not redraws_page("queued", "running")
+    assert not redraws_page("running", "queued")  # paused and resumed before the live panel's tick
+    assert redraws_page("paused", "queued") and redraws_page("paused", "running")  # Resume: the live panel again
+    assert redraws_page("idle", "queued") and redraws_page("finished", "running")  # Start, the cheating experiment
+    assert redraws_page("running", "finished") and redraws_page("paused", "finished")  # Stop
+    assert redraws_page("paused", "idle")  # Reset

@@ -57,3 +57,25 @@ def test_a_failing_warm_up_still_finishes_and_freezes(monkeypatch):
         assert report.done.is_set() and report.frozen_objects > 0
     finally:
         gc.unfreeze()
+
+
+def test_the_views_are_warmed_after_done_and_stop_when_the_process_exits(monkeypatch):
+    """``done`` (what the training page waits for) does not wait for the pages' views; at exit the
+    view warm-up ends between two models instead of being killed inside torch."""
+    monkeypatch.setattr(ui.models, "shipped_models", lambda: ["copy", "reverse"])
+    monkeypatch.setattr(ui.models, "load_shipped", lambda name: name)
+    report = warmup.WarmUp()
+    seen = []
+
+    def warm(ckpt, should_stop):
+        assert report.done.is_set()  # the models and the optimizer are ready before any view is warmed
+        seen.append(ckpt)
+        report.stopping.set()  # the process exits while the first model's views are warmed
+
+    monkeypatch.setattr(warmup, "warm_views", warm)
+    gc.unfreeze()
+    try:
+        warmup.run_warmup(report)
+    finally:
+        gc.unfreeze()
+    assert report.views_done.is_set() and seen == ["copy"] and report.warmed == ["copy"]

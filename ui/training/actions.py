@@ -25,6 +25,16 @@ NAME_KEY = "training.model_name"
 PROBE_KEY = "training.probe_step"
 
 
+def redraws_page(drawn: str, now: str) -> bool:
+    """Whether a click in the controls row (a fragment of its own) changed the run so that the whole page
+    must be drawn again: ``drawn`` is the run's state when the page was last drawn, ``now`` its state
+    after the click ("idle" without a run). A run that trains or queues may pause (or go on) without
+    it: the page then shows the live panel, which redraws the page by itself on its next tick once the
+    run has paused, and the row alone puts Resume in Pause's place at once."""
+    live = ("queued", "running")
+    return now != drawn and not (drawn in live and now in (*live, "paused"))
+
+
 def flash(kind: str, key: str, where: str = "controls", **args: Any) -> None:
     st.session_state[FLASH_KEY] = (where, kind, key, args)
 

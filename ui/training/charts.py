@@ -226,7 +226,7 @@ def overlay_charts(runs: Sequence[tuple[str, RunSnapshot]]) -> None:
         "accuracy": fig.line_spec("acc", "accuracy", x_title=step, y_title=t("training.chart.accuracy"),
                                   series=labels, y_format=".0%", y_domain=(0, 1), points=True),
         "lr": fig.line_spec("rate", "lr", x_title=step, y_title=t("training.chart.lr"), series=labels,
-                            y_format=".1e"),
+                            y_format=fig.LR_FORMAT),
     }
     headings = {"loss": "training.chart.loss_heading", "accuracy": "training.compare.accuracy_heading",
                 "lr": "training.compare.lr_heading"}
