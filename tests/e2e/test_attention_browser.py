@@ -127,8 +127,9 @@ def test_attention_fits_a_phone_wide_window(page, wait_for_app, screenshot):
     p = page("/attention?model=copy&lang=en")
     p.set_viewport_size({"width": 390, "height": 844})
     wait_for_app(p)
-    grid, zoom = charts(p, "attention.grid"), charts(p, "attention.zoom")
+    grid, zoom = charts(p, "attention.phone_grid"), charts(p, "attention.zoom")  # the overview drawn for a phone
     expect(grid).to_have_count(1)
+    expect(charts(p, "attention.grid")).to_be_hidden()  # the wide one is hidden below 641 px
     expect(zoom).to_have_count(1)
     cfg = models.get_model("copy").model.config
     expect(grid.locator(".annotation-text")).to_have_count(cfg.n_layers * cfg.n_heads)  # a title per small map

@@ -83,7 +83,7 @@ def test_identical_tokens_and_a_long_paste(page, wait_for_app, screenshot, lang)
     expect(p.get_by_text(translate("positional_encoding.blind.nothing_to_shuffle", lang))).to_be_visible()
     metrics = p.locator('[data-testid="stMetricValue"]')
     expect(metrics).to_have_count(2)
-    assert [metrics.nth(i).inner_text().strip() for i in range(2)] == ["0.00e+00", "0.00e+00"]
+    assert [metrics.nth(i).inner_text().strip() for i in range(2)] == ["0", "0"]
     screenshot(p, f"positional_identical_tokens_{lang}")
 
     pasted = ("the cat sat on the mat " * 20)[:250]
