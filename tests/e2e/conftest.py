@@ -166,8 +166,9 @@ def page(browser, server_url) -> Iterator[Callable]:
         contexts.append(context)
         tab = context.new_page()
         tab.goto(f"{base_url or server_url}{path if path.startswith('/') or not path else '/' + path}")
-        wait_for_app(tab)
+        # The title first: before the first run starts, the app can already read "notRunning".
         tab.locator('[data-testid="stMain"] h1').first.wait_for()
+        wait_for_app(tab)
         return tab
 
     yield open_page

@@ -24,9 +24,11 @@ MEASURE_TIMEOUT_MS = 120_000
 def measured(p, wait_for_app, lang: str) -> None:
     """Press the button if the page still shows it, and wait for the chart."""
     button = widget(p, "attention_cost.measure").get_by_role("button")
+    chart = charts(p, "attention_cost.chart")
+    expect(button.or_(chart).first).to_be_visible()  # the model may still be loading under a busy machine
     if button.count():
         button.click()
-    expect(charts(p, "attention_cost.chart")).to_have_count(1, timeout=MEASURE_TIMEOUT_MS)
+    expect(chart).to_have_count(1, timeout=MEASURE_TIMEOUT_MS)
     wait_for_app(p)
 
 
