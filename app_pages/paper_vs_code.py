@@ -9,7 +9,7 @@ import streamlit as st
 from explain.paper_vs_code import (DEMO_HEADS, DEMO_KEYS, DEMO_PADS, LAYER_D, ROW_KEYS, TRAINING_DEFAULTS, ModelFacts,
                                    maps_side_by_side, mask_polarity_demo, masked_row_demo, model_facts,
                                    other_token_shares, shared_layer_demo, smoothing_targets)
-from figures.labels import plain_number
+from figures.labels import plain_number, readable_number
 from ui.cache import computed
 from ui.exercise_panel import exercise_panel
 from ui.i18n import t
@@ -142,8 +142,8 @@ def shared_layer_live(facts: ModelFacts | None) -> None:
     demo = computed(shared_layer_demo)
     st.markdown(r(row, "live", d=LAYER_D, layer=num(demo.layer_params), n=demo.n, shared=num(demo.shared_params),
                   same=yes_no(demo.same_object), separate=num(demo.separate_params)))
-    st.markdown(r(row, "maps", shared_diffs=" · ".join(f"{x:.3g}" for x in demo.shared_diffs),
-                  separate_diffs=" · ".join(f"{x:.3g}" for x in demo.separate_diffs)))
+    st.markdown(r(row, "maps", shared_diffs=" · ".join(readable_number(x) for x in demo.shared_diffs),
+                  separate_diffs=" · ".join(readable_number(x) for x in demo.separate_diffs)))
     for name, maps in (("shared_name", demo.shared_maps), ("separate_name", demo.separate_maps)):
         st.markdown(f"**{r(row, name)}**")  # text, not tables: six tables would make every pick slow to draw
         st.code(maps_side_by_side(maps, [r(row, "layer_name", n=n + 1) for n in range(len(maps))]), language=None)

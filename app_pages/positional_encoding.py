@@ -8,7 +8,7 @@ from explain.positional import (BASES, ROPE_CIRCLE_POSITIONS, ROPE_MAX_POSITIONS
 from explain.code import line_with
 from explain.tasks import sentence_example
 from explain.text import prepare_sentence
-from figures.labels import plain_number
+from figures.labels import plain_number, readable_number
 from figures.positional import (attention_maps, example_table_html, frequency_figure, offset_figure,
                                 rope_circle_figure, rope_lines_figure, rope_matrix_figure, similarity_figure)
 from ui.cache import computed
@@ -204,7 +204,7 @@ def rope(positions: int, d_model: int, base: float) -> None:
     st.caption(t("positional_encoding.rope.caption", positions=shown))
     layouts = computed(rope_layouts, d_model, base, shown)
     code_panel("positional_encoding", ("rope", "rope_half"), name="rope_code",
-               notes=(t("code.panel.rope_layouts", positions=shown, differ=f"{layouts.layouts_differ:.3g}",
+               notes=(t("code.panel.rope_layouts", positions=shown, differ=readable_number(layouts.layouts_differ),
                         inter=f"{layouts.interleaved_spread:.1g}", half=f"{layouts.half_spread:.1g}"),))
 
 

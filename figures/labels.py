@@ -51,3 +51,24 @@ def plain_number(value: float, digits: int = 2) -> str:
         return f"{value:g}"
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
     return f"{value:,.{decimals}f}"
+
+
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+PLAIN_RANGE = (1e-4, 1e7)  # inside it a number is written out; outside it as a power of ten
+
+
+def readable_number(value: float, digits: int = 3) -> str:
+    """``value`` for a sentence or a row of numbers: plain decimals without trailing zeros inside
+    :data:`PLAIN_RANGE` (``0.25``, ``198,272``), else a power of ten written as one (``1.2 × 10⁻⁷``,
+    ``-3.4 × 10³⁸``), never ``1.2e-07``. ``nan`` and ``inf`` as Python writes them."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}" if value else "0"
+    if PLAIN_RANGE[0] <= abs(value) < PLAIN_RANGE[1]:
+        text = plain_number(value, digits)
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    exponent = math.floor(math.log10(abs(value)))
+    mantissa = round(value / 10 ** exponent, digits - 1)
+    if abs(mantissa) >= 10:  # 9.996 rounds up to 10.0
+        mantissa, exponent = mantissa / 10, exponent + 1
+    head = f"{mantissa:.{digits - 1}f}".rstrip("0").rstrip(".")
+    return f"{head} × 10{str(exponent).translate(SUPERSCRIPT)}"

@@ -21,6 +21,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 from explain.code import SNIPPETS, LiveStep, Source, Text, model_dims, source_of, traced_steps
+from figures.labels import readable_number
 from ui.cache import computed
 from ui.i18n import t
 from ui.nav import link
@@ -64,11 +65,11 @@ def copy_text(source: Source) -> str:
 
 def numbers(values: Sequence[float]) -> str:
     """A short row of numbers as code, e.g. ``[nan, nan, nan]`` or ``[0, 0.25, 0.75]``."""
-    return "`[" + ", ".join(f"{x:.3g}" for x in values) + "]`"
+    return "`[" + ", ".join(readable_number(x) for x in values) + "]`"
 
 
 def _preview(step: LiveStep) -> str:
-    numbers = ", ".join(f"{x:.3g}" for x in step.preview)
+    numbers = ", ".join(readable_number(x) for x in step.preview)
     return f"[{numbers}{', …' if len(step.preview) < _size(step.shape) else ''}]"
 
 

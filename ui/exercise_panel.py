@@ -24,7 +24,7 @@ from explain.exercises import (Exercise, LearnerOutput, Report, calls, check, fo
 from explain.attention import greedy_answer
 from explain.exercises.use_mine import ENTRY, FUNCTIONS as USE_MINE, LOSS, Ids, batch_ids, in_model, sentence_ids
 from explain.tokens import target_tokenizer
-from figures.labels import display_token
+from figures.labels import display_token, readable_number
 from figures.heatmap import heatmap
 from figures.style import DIVERGING
 from figures.use_mine import loss_bars
@@ -134,7 +134,13 @@ def _reset(page: str, exercise: Exercise) -> None:
 
 
 def _number(x: float | None) -> str:
-    return "" if x is None else f"{x:.3g}"
+    return "" if x is None else readable_number(x)
+
+
+def hint_text(hint) -> str:
+    """A check's sentence in the page's language, its numbers written as :func:`readable_number` does."""
+    return t(hint.key, **{name: readable_number(value) if isinstance(value, float) else value
+                          for name, value in hint.params})
 
 
 def cases_html(report: Report) -> str:
@@ -145,7 +151,7 @@ def cases_html(report: Report) -> str:
     for c in report.cases:
         mark = "✅" if c.passed else "❌"
         where = "" if c.where is None else html.escape(str(tuple(int(i) for i in c.where)))
-        cells = (html.escape(t(f"exercises.case.{c.case.label}")), f"{mark} {html.escape(t(c.hint.key, **dict(c.hint.params)))}",
+        cells = (html.escape(t(f"exercises.case.{c.case.label}")), f"{mark} {html.escape(hint_text(c.hint))}",
                  _number(c.max_diff), where)
         rows.append(f"<tr data-passed='{str(c.passed).lower()}'>" + "".join(
             f"<td style='padding:.2rem .5rem;vertical-align:top'>{cell}</td>" for cell in cells) + "</tr>")
@@ -154,7 +160,7 @@ def cases_html(report: Report) -> str:
 
 
 def show_report(page: str, exercise: Exercise, report: Report) -> None:
-    hint = t(report.hint.key, **dict(report.hint.params))
+    hint = hint_text(report.hint)
     summary = t("exercises.panel.summary", passed=report.n_passed, total=len(report.cases))
     (st.success if report.passed else st.warning)(f"{summary} {hint}",
                                                    icon=":material/check:" if report.passed else ":material/lightbulb:")
@@ -165,7 +171,7 @@ def show_report(page: str, exercise: Exercise, report: Report) -> None:
         diff = np.nan_to_num(np.asarray(case.diff, dtype=float), nan=np.nan)
         fig = heatmap(diff, title=t("exercises.panel.diff_title", case=t(f"exercises.case.{case.case.label}"),
                                     output=case.output or ""),
-                      colorscale=DIVERGING if (diff < 0).any() else "Reds", hover="%{y}, %{x}: %{z:.3g}")
+                      colorscale=DIVERGING if (diff < 0).any() else "Reds", hover="%{y}, %{x}: %{z:.3~r}")
         plot(fig, key=_key(page, exercise, "diff"), config=PLOT_CONFIG)
 
 
@@ -211,7 +217,7 @@ def use_mine_section(page: str, ex: Exercise, source: str, where: UseMine) -> No
     mine = np.asarray(value[index], dtype=float)
     gap = float(np.nanmax(np.abs(mine - ours[index]))) if mine.shape == ours[index].shape and np.isfinite(mine).any() \
         else float("nan")
-    st.caption(t(f"exercises.panel.use_mine_gap_{stack}", gap=f"{gap:.3g}"))
+    st.caption(t(f"exercises.panel.use_mine_gap_{stack}", gap=readable_number(gap)))
 
 
 def _loss_view(page: str, ex: Exercise, where: UseMine, tokenizer, ours, value) -> None:
@@ -231,7 +237,7 @@ def _loss_view(page: str, ex: Exercise, where: UseMine, tokenizer, ours, value) 
     plot(fig, key=_key(page, ex, "use_mine_loss"), config=PLOT_CONFIG)
     both = np.isfinite(ours[0]) & np.isfinite(yours)
     gap = float(np.max(np.abs(yours[both] - ours[0][both]))) if both.any() else float("nan")
-    st.caption(t("exercises.panel.use_mine_gap_loss", gap=f"{gap:.3g}"))
+    st.caption(t("exercises.panel.use_mine_gap_loss", gap=readable_number(gap)))
 
 
 def offline(page: str, exercise: Exercise, source: str) -> None:

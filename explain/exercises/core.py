@@ -405,7 +405,7 @@ def _check_case(exercise: Exercise, case: Case, got: LearnerOutput, want: tuple[
         ok = not bad.any()
         problem = "ok" if ok else "nan" if nan else "values"
         hint = _hint("passed") if ok else _hint("nan", name=name) if nan else \
-            _hint("values", name=name, max_diff=f"{max_diff:.3g}", where=str(list(where)))
+            _hint("values", name=name, max_diff=max_diff, where=str(list(where)))
         compared.append(CaseResult(case, ok, problem, hint, name, max_diff, where, heat, lead))
     # the output to show: one with NaN first, then the one that differs most
     return max(compared, key=lambda r: (not r.passed, r.problem == "nan", 0.0 if r.problem == "nan" else r.max_diff))

@@ -20,7 +20,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _gap_pattern(stack: str) -> str:
     return (re.escape(translate(f"exercises.panel.use_mine_gap_{stack}", "en", gap="@"))
-            .replace("@", r"([0-9.e+-]+|nan)"))
+            .replace("@", r"(-?[0-9.,]+(?: × 10[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)?|nan)"))
+
+
+def number(text: str) -> float:
+    """A number as ``figures.labels.readable_number`` writes it (``0.25``, ``8 × 10⁻⁸``, ``nan``)."""
+    head, _, power = text.replace(",", "").partition(" × 10")
+    return float(head) * 10 ** int(power.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")) or 0)
 
 
 GAP = re.compile("|".join(f"(?:{_gap_pattern(stack)})" for stack in ("encoder", "decoder", "loss")))
@@ -127,7 +133,7 @@ def test_use_mine_runs_the_learners_function_in_the_shipped_model(app, monkeypat
         clean(use[0].click().run())
         box = panel(at, ex.key, "en")
         assert not box.error, [e.value for e in box.error]
-        gap = [float(next(g for g in m.groups() if g)) for c in box.caption for m in [GAP.search(str(c.value))] if m]
+        gap = [number(next(g for g in m.groups() if g)) for c in box.caption for m in [GAP.search(str(c.value))] if m]
         bold = [str(m.value).split("**")[1::2] for m in box.markdown if "**" in str(m.value)]
         charts = [c for c in at.get("plotly_chart") if "use_mine" in c.proto.id]
         assert len(gap) == 1, [c.value for c in box.caption]

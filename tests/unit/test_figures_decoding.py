@@ -77,6 +77,16 @@ def test_numbers_are_written_in_plain_decimals_with_thousands_separators():
     assert not any("e" in fd.bar_value(p) for p in (0.0004, 1e-6, 0.009, 0.5))
 
 
+def test_very_small_and_very_large_numbers_are_written_as_powers_of_ten():
+    from figures.labels import readable_number
+
+    assert [readable_number(v) for v in (0.25, 0.75, 1.0, -0.5, 198272.0, 0.000123456, 0.0, -0.0)] == [
+        "0.25", "0.75", "1", "-0.5", "198,272", "0.000123", "0", "0"]
+    assert [readable_number(v) for v in (1.2e-7, -3.4028e38, 2.5e-5, 9.9996e-5, 12345678.0)] == [
+        "1.2 × 10⁻⁷", "-3.4 × 10³⁸", "2.5 × 10⁻⁵", "1 × 10⁻⁴", "1.23 × 10⁷"]
+    assert [readable_number(v) for v in (float("nan"), float("inf"))] == ["nan", "inf"]
+
+
 def test_top_k_escapes_the_names_of_the_distributions():
     fig = fd.topk(["a"], [1.0], "a", sampling=[1.0], names=("<b>m</b>", "s&"), title="", x_title="p", hover="%{x}")
     assert [bar.name for bar in fig.data if bar.type == "bar"] == ["&lt;b&gt;m&lt;/b&gt;", "s&amp;"]
