@@ -23,10 +23,11 @@ from ui.head_set import HeadSetParam
 from ui.i18n import t
 from ui.models import MODEL_STATE_KEY, available_models
 from ui.nav import scroll_if_asked, scroll_later, smoothing_note
-from ui.page_css import formula_row, hide_cell_text_below, wide_and_phone
+from ui.page_css import formula_row, hide_cell_text_below
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal, pick
+from ui.viewport import is_narrow
 from ui.widgets import answer_box, csv_download, plot, sentence_input, unit_names, unknown_source_note
 from ui.exercise_panel import UseMine, exercise_panel
 
@@ -92,10 +93,11 @@ def overview_grid(view: AttentionView, kind: str, units: dict[str, str]) -> None
     titles = [t("attention.grid.subplot", layer=layer, head=head) for layer in range(1, L + 1)
               for head in range(1, H + 1)]
     st.caption(t("attention.grid.caption") + " " + t(f"attention.zoom.reading_{kind}", **units))
-    wide, phone = wide_and_phone("attention.grid")  # the browser shows the one that fits its width
-    for where, key, per_row in ((wide, "attention.grid", None), (phone, "attention.phone_grid", PHONE_MAPS_PER_ROW)):
+    with st.container(key="attention.grid_view"):
+        # one layout sent: the phone's two maps a row, or every head of a layer in a row
+        key, per_row = ("attention.phone_grid", PHONE_MAPS_PER_ROW) if is_narrow() else ("attention.grid", None)
         grid = charts.grid_figure(maps, queries, keys, titles=titles, hover=weight_hover(), per_row=per_row)
-        plot(grid, key=key, where=where, on_select=functools.partial(pick_from_grid, key), selection_mode="points",
+        plot(grid, key=key, on_select=functools.partial(pick_from_grid, key), selection_mode="points",
              config=PLOT_CONFIG)
     csv_download("attention.export_all", lambda: every_head_csv(maps, queries, keys),
                  f"attention_{kind}_every_head.csv", "attention.export_grid")
@@ -204,7 +206,11 @@ def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> 
 
 def why_scale_view(d_k: int) -> None:
     """Why the paper divides by √d_k: at initialisation q·k has variance d_k (random unit-variance vectors)."""
-    with st.expander(t("attention.why_scale.heading"), icon=":material/functions:"):
+    box = st.expander(t("attention.why_scale.heading"), icon=":material/functions:", key="attention.why_scale_open",
+                      on_change="rerun")  # drawn only while open: a closed one costs the view's clicks nothing
+    if not box.open:
+        return
+    with box:
         st.markdown(t("attention.why_scale.intro", d_k=d_k))
         table = computed(why_scale, tuple(sorted({4, 16, 64, 256, d_k})))
         shown = table.rename(columns={c: t(f"attention.why_scale.col_{c}") for c in table.columns})

@@ -1,9 +1,8 @@
-"""The app's own CSS for every page, and the two layout helpers that rely on it.
+"""The app's own CSS for every page, and the layout helpers that rely on it.
 
-Streamlit cannot tell Python how wide the window is, so what must change on a phone changes in
-the browser: a formula wraps or scrolls in its own box, a view drawn twice shows the copy that
-fits the width (:func:`wide_and_phone`), a chart hides its cell numbers once its cells get too
-small to hold them (:func:`hide_cell_text_below`).
+What must change on a phone without a run changes in the browser: a formula wraps or scrolls in
+its own box, a chart hides its cell numbers once its cells get too small to hold them
+(:func:`hide_cell_text_below`). A view with a whole phone layout asks :func:`ui.viewport.is_narrow`.
 """
 from __future__ import annotations
 
@@ -23,8 +22,6 @@ PAGE_CSS = f"""
 [data-testid="stApp"] [data-testid="stMarkdownContainer"] .katex-display:has(.allowbreak) > .katex {{
   white-space: normal;
 }}
-@media (max-width: {PHONE_MAX_PX}px) {{ [class*="st-key-"][class*="_wide_view"] {{ display: none; }} }}
-@media (min-width: {PHONE_MAX_PX + 1}px) {{ [class*="st-key-"][class*="_phone_view"] {{ display: none; }} }}
 """
 
 
@@ -46,12 +43,6 @@ def formula_row(*formulas: str, after: str | None = None) -> str:
         ends_side = after is not None and formula.rstrip().endswith(after)
         parts.append(r"\;\allowbreak " if ends_side else r"\qquad\allowbreak ")
     return "".join(parts[:-1])
-
-
-def wide_and_phone(key: str) -> tuple:
-    """Two containers, ``(wide, phone)``: the browser shows the first on a window wider than
-    :data:`PHONE_MAX_PX` and the second on a narrower one (keys ``<key>_wide_view`` / ``<key>_phone_view``)."""
-    return st.container(key=f"{key}_wide_view"), st.container(key=f"{key}_phone_view")
 
 
 def hide_cell_text_below(key: str, *, columns: int, min_cell_px: int = 30, other_px: int = 170) -> None:

@@ -309,6 +309,9 @@ def test_inside_one_head_says_why_the_paper_divides_by_sqrt_d_k(app, lang):
     at = open_attention(app, lang=lang, att_view="inside", att_scale="false")
     assert translate("attention.inside.compare_raw", lang) in [c.value for c in at.caption]
     (box,) = [e for e in at.expander if e.label == translate("attention.why_scale.heading", lang)]
+    assert not box.children  # closed: drawn only once opened
+    at.session_state["attention.why_scale_open"] = True  # what a click on its title does
+    (box,) = [e for e in clean(at.run()).expander if e.label == translate("attention.why_scale.heading", lang)]
     assert translate("attention.why_scale.intro", lang, d_k=D_MODEL // N_HEADS) in [m.value for m in box.markdown]
     table = box.dataframe[0].value
     assert list(table[translate("attention.why_scale.col_d_k", lang)]) == [4, 16, 64, 256]

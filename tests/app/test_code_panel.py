@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from explain.code import SNIPPETS, source_of
 from model.checkpoint import load_checkpoint
 from tests.app.apptest_helpers import chart, clean, open_script, random_model_fixtures
-from ui.code_panel import copy_text, step_key
+from ui.code_panel import copy_text, open_key, step_key
 from ui.i18n import translate
 
 N_LAYERS, N_HEADS, D_MODEL = 2, 2, 32
@@ -42,6 +42,27 @@ def marked_lines(body: str) -> list[int]:
 def outlined(figure: dict) -> bool:
     return any(shape.get("xref") == "paper" and shape.get("line", {}).get("color") == "#ff8700"
                for shape in figure["layout"].get("shapes", []))
+
+
+def test_a_closed_panel_draws_nothing_and_opening_it_draws_it(app, checkpoint_dir):
+    at = open_script(lambda **kw: app(**kw, code_open=False), "app_pages/attention.py",
+                     {"lang": "en", "attention_view": "inside", "attention_layer": "1", "attention_head": "1"})
+    names = ", ".join(source_of(SNIPPETS[k].path).qualname
+                      for k in ("multi_head", "split_heads", "scaled_dot_product_attention", "masked_softmax"))
+    title = translate("code.panel.title", "en", names=names)
+    closed = next(e for e in at.expander if e.label == title)
+    assert not closed.children and not panel_html(at) and not steps_rows(at.get("html"))
+
+    at.session_state[open_key("attention")] = True  # what a click on the panel's title does
+    clean(at.run())
+    assert len(panel_html(at)) == 4 and steps_rows(at.get("html"))
+    clean(at.radio(key=step_key("attention")).set_value("scores").run())
+    assert outlined(chart(at, "attention.scores"))
+
+    at.session_state[open_key("attention")] = False  # closed again: the pick and its frame go with it
+    clean(at.run())
+    assert not panel_html(at) and not outlined(chart(at, "attention.scores"))
+    assert step_key("attention") not in at.session_state
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

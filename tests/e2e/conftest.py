@@ -37,6 +37,7 @@ from playwright.sync_api import expect
 
 from bench import server as bench_server
 from tests.conftest import in_ci  # noqa: F401 (tests/ops import it from here too)
+from tests.e2e.widgets import PHONE_USER_AGENT
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -157,11 +158,14 @@ def screenshot_fixture() -> Callable:
 
 @pytest.fixture
 def page(browser, server_url) -> Iterator[Callable]:
-    """Factory: ``page("/attention?lang=zh", locale="zh-CN")`` -> a Page whose first run finished."""
+    """Factory: ``page("/attention?lang=zh", locale="zh-CN")`` -> a Page whose first run finished.
+    ``phone=True``: a phone's browser (390 px, a phone's User-Agent, touch) from the first request."""
     contexts = []
 
-    def open_page(path: str = "", *, locale: str = "en-US", base_url: str | None = None):
-        context = browser.new_context(locale=locale, viewport={"width": 1440, "height": 1000})
+    def open_page(path: str = "", *, locale: str = "en-US", base_url: str | None = None, phone: bool = False):
+        options = dict(viewport={"width": 390, "height": 844}, user_agent=PHONE_USER_AGENT, is_mobile=True,
+                       has_touch=True) if phone else dict(viewport={"width": 1440, "height": 1000})
+        context = browser.new_context(locale=locale, **options)
         context.set_default_timeout(APP_RUN_TIMEOUT_MS)
         contexts.append(context)
         tab = context.new_page()

@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, type_into, widget
+from tests.e2e.widgets import EXCEPTION, MAIN, PHONE_USER_AGENT, charts, choose, query, type_into, widget
 from ui import models
 from ui.i18n import translate
 
@@ -125,11 +125,13 @@ def test_attention_in_chinese_with_bad_input(page, wait_for_app, screenshot):
 
 def test_attention_fits_a_phone_wide_window(page, wait_for_app, screenshot):
     p = page("/attention?model=copy&lang=en")
-    p.set_viewport_size({"width": 390, "height": 844})
-    wait_for_app(p)
+    expect(charts(p, "attention.grid")).to_have_count(1)
+    expect(charts(p, "attention.phone_grid")).to_have_count(0)  # only the layout shown is sent
+    p.set_viewport_size({"width": 390, "height": 844})  # the page reports the narrow window: one run
     grid, zoom = charts(p, "attention.phone_grid"), charts(p, "attention.zoom")  # the overview drawn for a phone
     expect(grid).to_have_count(1)
-    expect(charts(p, "attention.grid")).to_be_hidden()  # the wide one is hidden below 641 px
+    wait_for_app(p)
+    expect(charts(p, "attention.grid")).to_have_count(0)
     expect(zoom).to_have_count(1)
     cfg = models.get_model("copy").model.config
     expect(grid.locator(".annotation-text")).to_have_count(cfg.n_layers * cfg.n_heads)  # a title per small map
@@ -137,7 +139,38 @@ def test_attention_fits_a_phone_wide_window(page, wait_for_app, screenshot):
         box = chart.bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
     screenshot(p, "attention_overview_390px")
+    p.set_viewport_size({"width": 1440, "height": 1000})  # and back: the wide overview again
+    expect(charts(p, "attention.grid")).to_have_count(1)
+    wait_for_app(p)
+    expect(charts(p, "attention.phone_grid")).to_have_count(0)
     assert p.locator(EXCEPTION).count() == 0
+
+
+def test_a_phone_gets_its_overview_in_the_first_run_and_a_wider_window_the_wide_one(browser, server_url,
+                                                                                       wait_for_app):
+    """A phone's browser is known by its User-Agent: its first run draws the phone's overview (no second
+    run to correct it); turned to a window wider than 640 px, the wide one replaces it."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, user_agent=PHONE_USER_AGENT,
+                                  is_mobile=True, has_touch=True)
+    # Remembers whether the wide overview was ever on the page (a wrong first guess draws it, then corrects it).
+    context.add_init_script("new MutationObserver(() => { if (document.querySelector('.st-key-attention-grid'))"
+                            " window.tpWideSeen = true; }).observe(document, {childList: true, subtree: true});")
+    p = context.new_page()
+    sent = []  # every message the page sends the server (a run asked for is one)
+    p.on("websocket", lambda ws: ws.on("framesent", lambda frame: sent.append(frame)))
+    p.goto(f"{server_url}/attention?model=copy&lang=en")
+    expect(charts(p, "attention.phone_grid")).to_have_count(1, timeout=60_000)
+    wait_for_app(p)
+    first_run = len(sent)
+    p.wait_for_timeout(1500)  # a wrong guess would be reported at once
+    assert len(sent) == first_run and not p.evaluate("window.tpWideSeen === true"), "drawn for a desktop first"
+    p.set_viewport_size({"width": 900, "height": 844})
+    expect(charts(p, "attention.grid")).to_have_count(1)
+    wait_for_app(p)
+    expect(charts(p, "attention.phone_grid")).to_have_count(0)
+    assert len(sent) > first_run  # the width was reported
+    assert p.locator(EXCEPTION).count() == 0
+    context.close()
 
 
 def boxes(locator) -> list[dict]:

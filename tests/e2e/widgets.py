@@ -9,6 +9,9 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 EXCEPTION = '[data-testid="stException"]'
 MAIN = '[data-testid="stMain"]'
 
+PHONE_USER_AGENT = ("Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X) AppleWebKit/605.1.15 "
+                    "(KHTML, like Gecko) Version/18.0 Mobile/15E148 Safari/604.1")  # an iPhone's Safari
+
 
 def query(p) -> dict[str, str]:
     """The page's URL query as ``{name: first value}``."""
