@@ -179,7 +179,7 @@ ROWS: list[Row] = [
     flip(toggle("Divide by √d_k"), ATT, "attention:inside-scale", INSIDE),
     pick("Attention block", "Encoder self-attention", "Decoder masked self-attention", ATT,
          "attention:inside-kind", INSIDE),
-    flip(CODE_PANEL, ATT_INSIDE, "attention:code-open"),  # client-side: no rerun, ~no server time
+    flip(CODE_PANEL, ATT_INSIDE, "attention:code-open"),  # a fragment rerun: a closed panel is not drawn at all
     pick(CODE_STEP, re.compile(r"^weights "), re.compile(r"^scores "), ATT_INSIDE, "attention:code-scores",
          (CODE_PANEL,)),  # a rerun: the line marked, the scores chart framed
     Row("attention:ablate", ATT, select("Heads to switch off", "Encoder self-attention · layer 1 · head 1"),
@@ -335,6 +335,7 @@ FLOORS = {  # name: (layout, row)
     "floor_4_charts": ("columns", REFERENCE_ROW),
     "floor_4_subplots": ("subplots", REFERENCE_ROW),
     "floor_page_switch": ("pages", Row("floor_page_switch", "/", nav("Two"), nav("One"))),
+    "floor_open": ("pages", Row("floor_open", "/", open_url("/two"), open_url("/one"))),  # a new session's page
 }
 
 

@@ -249,14 +249,18 @@ def offline(page: str, exercise: Exercise, source: str) -> None:
 
 
 def exercise(page: str, ex: Exercise, use_mine: UseMine | None = None) -> None:
-    """One exercise: the task, the editor, Check (or the download), common bugs, the report, the reference."""
-    code_key, report_key = _key(page, ex, "code"), _key(page, ex, "report")
+    """One exercise: the task, the editor, Check (or the download), common bugs, the report, the reference.
+
+    The learner's code outlives the editor (another page shown): Streamlit forgets a widget's value
+    once it is not drawn, so every run keeps a copy under the ``kept`` key, and the editor starts from it."""
+    code_key, kept_key, report_key = _key(page, ex, "code"), _key(page, ex, "kept"), _key(page, ex, "report")
     with st.expander(t("exercises.panel.heading", title=t(ex.text_key("title"))), icon=":material/edit_note:"):
         st.markdown(t(ex.text_key("task")))
         if code_key not in st.session_state:
-            st.session_state[code_key] = ex.starter(current_lang())
+            st.session_state[code_key] = st.session_state.get(kept_key) or ex.starter(current_lang())
         source = st.text_area(t("exercises.panel.editor", function=ex.function), key=code_key, height=300,
                               max_chars=MAX_SOURCE_CHARS, help=t("exercises.panel.editor_help"))
+        st.session_state[kept_key] = source
         may_run = code_may_run()
         left, middle, right = st.columns([2, 3, 2], vertical_alignment="bottom")
         with left:

@@ -59,6 +59,19 @@ def test_every_exercise_page_shows_its_exercises_with_their_starters(app, page, 
         assert box.get("download_button")
 
 
+def test_the_learners_code_outlives_another_page(app, monkeypatch):
+    """What the learner wrote is there again after another page was shown (Streamlit forgets an editor
+    that is not drawn)."""
+    monkeypatch.setenv("TP_LEARNER_CODE", "off")
+    ex = EXERCISES["look_ahead_mask"]
+    at = open_script(app, "app_pages/masks.py", {"lang": "en"}, home_first=True)
+    mine = "def look_ahead_mask(size, device=None):\n    return 'mine'\n"
+    clean(panel(at, ex.key, "en").text_area[0].set_value(mine).run())
+    clean(at.switch_page("app_pages/tokens.py").run())
+    clean(at.switch_page("app_pages/masks.py").run())
+    assert panel(at, ex.key, "en").text_area[0].value == mine
+
+
 @needs_sandbox
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_check_names_a_planted_mistake_and_passes_the_reference(app, monkeypatch, lang):

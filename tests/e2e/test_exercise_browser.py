@@ -79,7 +79,6 @@ def test_use_mine_on_a_phone_in_chinese(page, wait_for_app, screenshot, url, pag
     wait_for_app(p)
     expect(box.locator(".tp-cases")).to_have_count(1, timeout=60_000)
     hint = translate(f"exercises.{ex.key}.bug.{bug}", "zh").split("`")[0].strip()  # the hint that names it
-    screenshot(p, "PROBE")
     expect(box.get_by_text(hint, exact=False).first).to_be_visible()
     widget(p, f"{page_key}.exercise_{ex.key}_use_mine").get_by_role("button").click()
     wait_for_app(p)
