@@ -35,9 +35,12 @@ def test_select_scores_marks_its_line_and_frames_its_picture(page, wait_for_app,
     expect(panel).to_have_count(1)
     assert FRAME_COLORS_JS and HIGHLIGHT_COLOR not in charts(p, "attention.scores").first.evaluate(FRAME_COLORS_JS)
 
-    panel.locator("summary").click()
+    panel.locator("summary").click()  # drawn only while open: the click runs the view
     boxes = panel.locator(".tp-code")
     expect(boxes).to_have_count(len(SNIPPET_KEYS))
+    wait_for_app(p)
+    assert f"lang={lang}" in p.url and "attention_view=inside" in p.url  # the run kept the visitor's view
+    expect(p.locator(f"{MAIN} h1").first).to_have_text(translate("attention.title", lang))
     expect(panel.locator(f'span[style*="{MARK_COLOR}"]')).to_have_count(0)  # nothing selected yet
 
     widget(p, "attention.code_step").get_by_text(re.compile(r"^scores")).click()
