@@ -24,6 +24,7 @@ from model.tokenizer import REPLACEMENT_CHAR, SPECIAL_TOKENS, UNK_ID
 from ui.i18n import t
 from ui.presenter import presented
 from ui.url_state import IntParam, TextParam, bind, box_cut, clamp_state, markdown_literal
+from ui.viewport import guessed_narrow
 
 BATCH_PARAM = TextParam("batch", default=FALLBACK_BATCH, max_len=2000)  # the default: the batch box without a model
 BATCH_KEY = "batch.text"
@@ -196,6 +197,11 @@ def csv_download(label_key: str, make_csv: Callable[[], str], file_name: str, ke
 
 def plot(fig: Any, *, key: str, where: Any = None, **options: Any) -> Any:
     """``st.plotly_chart(fig)`` (in ``where``, e.g. a column), with Chinese vertical-axis titles
-    written across rather than turned on their side (:func:`figures.style.upright_axis_titles`)."""
+    written across rather than turned on their side (:func:`figures.style.upright_axis_titles`).
+
+    On a phone the chart's toolbar goes: a touch screen shows it all the time (there is no hover),
+    and its eight buttons would lie across the chart's title and legend on a 390-px screen."""
+    if guessed_narrow(st.context.headers):
+        options["config"] = {**options.get("config", {}), "displayModeBar": False}
     return (where or st).plotly_chart(presented(upright_axis_titles(fig)), key=key, **options)
 

@@ -131,3 +131,28 @@ def test_the_home_diagram_labels_are_readable_on_a_phone(page, screenshot, lang)
     assert drawn["smallest"] >= MIN_FONT_PX, f"labels of {drawn['smallest']:.1f} px"
     assert drawn["page"] <= PHONE["width"] + 1, "the drawing scrolls in its own box, not the page"
     screenshot(p, f"home_diagram_390px_{lang}")
+
+
+def test_a_phones_charts_have_no_toolbar_over_their_titles_and_a_desktops_keep_it(page, wait_for_app, screenshot):
+    """A touch screen has no hover, so plotly's toolbar showed all the time; on a 390-px phone its eight
+    buttons lay across each chart's title and legend. A phone's charts go without it; a desktop keeps it."""
+    phone = page("/positional-encoding?lang=zh", locale="zh-CN", phone=True)
+    charts = phone.locator('[data-testid="stPlotlyChart"]')
+    expect(charts.first).to_be_visible()
+    assert charts.count() >= 3
+    assert phone.locator(".modebar-btn").count() == 0
+    titles = phone.locator('[data-testid="stPlotlyChart"] .gtitle')
+    assert titles.count() >= 1
+    for i in range(titles.count()):  # nothing lies over the middle of any chart's title
+        titles.nth(i).scroll_into_view_if_needed()
+        box = titles.nth(i).bounding_box()
+        covered = phone.evaluate("([x, y]) => !!document.elementFromPoint(x, y)?.closest('.modebar, [data-testid=\"stElementToolbar\"]')",
+                                 [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2])
+        assert not covered, titles.nth(i).text_content()
+    screenshot(phone, "positional_zh_phone_charts")
+
+    desk = page("/positional-encoding?lang=zh", locale="zh-CN")
+    charts = desk.locator('[data-testid="stPlotlyChart"]')
+    charts.first.hover()
+    expect(desk.locator(".modebar-btn").first).to_be_attached()
+    assert desk.locator(".modebar-btn").count() >= charts.count()

@@ -7,6 +7,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.widgets import switch_language
 from ui.i18n import LANGS, translate
 from ui.tour import TOUR, neighbours
 
@@ -59,8 +60,7 @@ def test_language_follows_the_browser_locale(page):
 def test_switch_language_then_follow_next_through_the_tour(page, wait_for_app, screenshot):
     p = page("/?lang=en")
     assert_shell(p, "home", "en")
-    p.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label').filter(has_text="中文").click()
-    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading("home", "zh"))
+    switch_language(p, "zh", heading("home", "zh"))
     wait_for_app(p)
     assert_shell(p, "home", "zh")
     for s in TOUR[:-1]:
@@ -91,8 +91,7 @@ def test_sidebar_navigation_keeps_the_language(page, wait_for_app):
 def _home_in_chinese(page, wait_for_app):
     """Home, switched to 中文 in this session only (not in the link), to prove a click keeps the session."""
     p = page("/?lang=en")
-    p.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label').filter(has_text="中文").click()
-    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading("home", "zh"))
+    switch_language(p, "zh", heading("home", "zh"))
     wait_for_app(p)
     return p
 

@@ -227,9 +227,12 @@ def test_finished_run_used_elsewhere_downloaded_and_uploaded(open_tab, wait_for_
     expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("attention.title", "zh"))
     expect(chosen).to_have_value(label)
     sidebar.get_by_role("link", name=translate("training.title", "zh"), exact=True).click()
+    # The title first: until the training page's run starts, the app still reads Attention's "notRunning".
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("training.title", "zh"))
     wait_for_app(p)
 
     p.get_by_text(translate("training.upload.heading", "zh")).click()
+    expect(p.locator('[data-testid="stFileUploaderDropzone"]')).to_be_visible()  # the panel is open
     upload = p.locator('[data-testid="stFileUploader"] input[type="file"]')
     upload.set_input_files(files=[{"name": "junk.pt", "mimeType": "application/octet-stream",
                                    "buffer": b"this is not a checkpoint"}])

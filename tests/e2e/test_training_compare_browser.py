@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e import conftest as _conftest
+from tests.e2e.widgets import switch_language
 from ui.i18n import translate
 
 
@@ -129,8 +130,7 @@ def test_two_finished_runs_and_a_live_one_overlaid_in_both_languages(browser, co
         section_screenshot(p, translate("training.compare.heading", "en"), "training_compare_en_390px_list")
         p.set_viewport_size(WIDE)
 
-        p.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label').filter(has_text="中文").click()
-        expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("training.title", "zh"))
+        switch_language(p, "zh", translate("training.title", "zh"))
         expect(legend).to_have_count(3)
         expect(legend.nth(1)).to_contain_text(translate("training.compare.setting.norm_first.on", "zh"))
         expect(p.get_by_role("heading", name=translate("training.compare.heading", "zh"))).to_be_visible()

@@ -5,6 +5,7 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from playwright.sync_api import expect
 
 EXCEPTION = '[data-testid="stException"]'
 MAIN = '[data-testid="stMain"]'
@@ -29,6 +30,41 @@ def choose(p, wait_for_app, key: str, label: str, param: str, value: str) -> Non
     p.wait_for_url(re.compile(rf"[?&]{param}={re.escape(value)}(&|$)"))
     wait_for_app(p)
     assert p.locator(EXCEPTION).count() == 0
+
+
+LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
+
+
+def switch_language(p, lang: str, title: str) -> None:
+    """Pick ``lang`` in the sidebar's language switch and wait until the page's title reads ``title``.
+
+    A click can miss in a browser that is still moving the sidebar (it slides back in after a narrow
+    window widens): the switch then never shows the language, and the click is tried again. A click
+    that reached the switch is never repeated: if the app then puts the switch back or keeps the old
+    title, the visitor's choice was lost, and that fails here with a message that says so.
+    """
+    radio = p.locator('[data-testid="stSidebar"] [data-testid="stRadio"]')
+    option = radio.get_by_role("radio", name=LANGUAGE_NAMES[lang], exact=True)
+    # Watches the switch every few ms from inside the page: "it was checked" survives the app putting it back.
+    watch = """name => { window.__tpLanguageSeen = false; clearInterval(window.__tpLanguageWatch);
+        window.__tpLanguageWatch = setInterval(() => {
+          for (const input of document.querySelectorAll('[data-testid="stSidebar"] [data-testid="stRadio"] input')) {
+            if (input.checked && input.closest('label')?.textContent.includes(name)) window.__tpLanguageSeen = true;
+          }
+        }, 5); }"""
+    for _ in range(3):
+        p.evaluate(watch, LANGUAGE_NAMES[lang])
+        radio.locator("label").filter(has_text=LANGUAGE_NAMES[lang]).click()
+        try:
+            p.wait_for_function("() => window.__tpLanguageSeen === true", timeout=5_000)
+            break
+        except PlaywrightTimeoutError:
+            continue  # the click missed: the switch never showed the language
+    else:
+        raise AssertionError(f"three clicks on {LANGUAGE_NAMES[lang]!r} never reached the language switch")
+    p.evaluate("() => clearInterval(window.__tpLanguageWatch)")
+    expect(option, "the app put the language switch back: the visitor's click was lost").to_be_checked()
+    expect(p.locator(f"{MAIN} h1").first, "the switch changed, the page did not follow").to_have_text(title)
 
 
 def charts(p, key: str):
