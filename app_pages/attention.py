@@ -10,7 +10,7 @@ from explain.attention import (KINDS, AttentionView, HeadId, ablation_triples, a
                                query_key_tokens, row_entropy, sequence_probability, why_scale)
 from explain.examples import REORDER, TRANSLATIONS
 from explain.head_output import head_outputs, head_outputs_csv
-from explain.pronoun import SENTENCES, PronounHeads, pronoun_frame, pronoun_heads
+from explain.pronoun import SENTENCES, PronounHeads, pronoun_frame, pronoun_heads, pronoun_missing
 from explain.tasks import expected_output, task_of
 from explain.tokens import target_tokenizer
 from figures import attention as charts
@@ -360,6 +360,10 @@ def reorder_try(task: str) -> None:
 
 def pronoun_try(ckpt) -> None:
     """The pronoun pair on an en-zh model, with the heads that tell what "it" is (computed, see explain.pronoun)."""
+    if missing := pronoun_missing(ckpt):  # an uploaded en-zh model with other words than the grammar's
+        words = markdown_literal(", ".join(missing[:8]), limit=200)  # whole words, never cut
+        st.caption(t("attention.translation.pronoun_unknown_words", words=words))
+        return
     result: PronounHeads = computed(pronoun_heads, model=ckpt)
     tired, wide = result.cases
     st.markdown(t("attention.translation.pronoun", tired=tired.sentence, wide=wide.sentence,

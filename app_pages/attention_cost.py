@@ -45,16 +45,21 @@ def sizes_line(ckpt) -> str:
 
 
 def run_measurement(ckpt) -> CostMeasurement:
-    """Measure now with a progress bar; if another visitor's measurement is running, wait for it first."""
+    """Measure now with a progress bar; behind other visitors' measurements, wait in line and see the place.
+    (The wait checks in every quarter second, so a click elsewhere or a closed tab leaves the line.)"""
     cfg, device = ckpt.model.config, str(ckpt.model.device)
+    line = st.empty()
     if is_measuring():
-        st.info(t("attention_cost.measure.busy"), icon=":material/hourglass_top:")
+        line.info(t("attention_cost.measure.busy"), icon=":material/hourglass_top:")
     bar = st.progress(0.0, text=t("attention_cost.measure.starting"))
+
+    def waiting(ahead: int) -> None:
+        line.info(t("attention_cost.measure.queued", ahead=ahead), icon=":material/hourglass_top:")
 
     def progress(fraction: float, length: int) -> None:
         bar.progress(min(1.0, fraction), text=t("attention_cost.measure.progress", n=length))
 
-    result = measure_once(cfg, device, on_progress=progress)
+    result = measure_once(cfg, device, on_progress=progress, on_wait=waiting)
     bar.empty()
     return result
 

@@ -7,7 +7,7 @@ from explain.masks import (SELF_ATTENTION_KINDS, SHOWN_PADS, HeadMap, PairTokens
                            mask_set,
                            masked_attention, pair_tokens, row_steps, seed_example)
 from explain.code import fully_masked_row
-from explain.tokens import batch_of, fallback_tokenizer
+from explain.tokens import batch_of, fallback_batch, fallback_tokenizer
 from figures.labels import display_token
 from figures.masks import attention_map, mask_matrix, row_bars, title_lines
 from ui.cache import computed
@@ -195,7 +195,6 @@ FORMULAS = (r"\begin{gathered}\mathrm{Attention}(Q,K,V) \\ = \mathrm{softmax}\!\
 
 with page("masks", formulas=FORMULAS, try_this="top") as ckpt:
     tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
-    task_name = ckpt.task.get("name") if ckpt is not None else "copy"
 
     prepared = batch_input(ckpt, "masks")
 
@@ -204,9 +203,7 @@ with page("masks", formulas=FORMULAS, try_this="top") as ckpt:
         index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}",
                                                                         text="{text}"),
                                 "masks")
-        alphabet = getattr(tokenizer, "alphabet",
-                           "")  # a word model has a vocabulary instead (batch_of reads its task's)
-        batch = computed(batch_of, sentences, alphabet, task_name)
+        batch = computed(batch_of, sentences, model=ckpt) if ckpt is not None else computed(fallback_batch, sentences)
         pair = pair_tokens(batch, index)
         section = st.segmented_control(t("masks.section_label"), SECTIONS, required=True,
                                        format_func=lambda s: t(f"masks.{s}.heading"),

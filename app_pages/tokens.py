@@ -3,8 +3,8 @@ import streamlit as st
 
 from explain.embeddings import EmbeddingStages, embedding_stages, rms
 from explain.text import LISTED_UNKNOWN, PreparedText, unit_of
-from explain.tokens import (SENTENCE_ROWS, SIDES, SentenceBatch, batch_of, fallback_tokenizer, sentence_frame,
-                            side_frames)
+from explain.tokens import (SENTENCE_ROWS, SIDES, SentenceBatch, batch_of, fallback_batch, fallback_tokenizer,
+                            sentence_frame, side_frames)
 from figures.labels import display_token
 from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figures
 from ui.cache import computed
@@ -102,7 +102,6 @@ FORMULAS = (formula_row(r"x_p \;=\; E[\,t_p\,]\cdot\sqrt{d_{model}} \;+\; PE(p),
 
 with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
     tokenizer = ckpt.tokenizer if ckpt is not None else fallback_tokenizer()
-    task_name = ckpt.task.get("name") if ckpt is not None else "copy"
     if ckpt is None:
         st.caption(t("tokens.no_model_tokens"))
 
@@ -111,7 +110,7 @@ with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
 
     if prepared.sentences:
         sentences = tuple(prepared.sentences)
-        batch = computed(batch_of, sentences, getattr(tokenizer, "alphabet", ""), task_name)  # a word model has none
+        batch = computed(batch_of, sentences, model=ckpt) if ckpt is not None else computed(fallback_batch, sentences)
         batch_tables(batch)
         st.caption(t("tokens.batch.legend"))
         if any(target is None for target in batch.targets):

@@ -234,42 +234,73 @@ def _measure(config: TransformerConfig, torch_device: torch.device, lengths: tup
                            memory=memory_kind, stopped=stopped, seconds_taken=time.perf_counter() - start)
 
 
-# ------------------------------------------------------------------ one at a time, kept for everyone
+# ------------------------------------------------------------------ one at a time, in turn, kept for everyone
 
-_LOCK = threading.Lock()
+WAIT_TICK_S = 0.25  # a waiting visitor hears their place this often (and their script can be stopped between)
+_TURNS = threading.Condition()  # guards _QUEUE and _RESULTS
+_QUEUE: list[object] = []  # one ticket per caller, in arrival order; the first one measures
 _RESULTS: dict[tuple[TransformerConfig, str], CostMeasurement] = {}
 
 
 def _key(config: TransformerConfig, device: str) -> tuple[TransformerConfig, str]:
-    return measured_config(config), str(torch.device(device))
+    """What changes the cost: the sizes and variants, and the device (not the vocabulary, the length limit,
+    dropout or the positional base, which an uploaded file may set to any value)."""
+    return dataclasses.replace(measured_config(config), pe_base=TransformerConfig.pe_base), str(torch.device(device))
 
 
 def cached_cost(config: TransformerConfig, device: str = "cpu") -> CostMeasurement | None:
     """The measurement already made in this process for ``config``'s sizes on ``device``, or None."""
-    return _RESULTS.get(_key(config, device))
+    with _TURNS:
+        return _RESULTS.get(_key(config, device))
 
 
 def is_measuring() -> bool:
-    """True while some visitor's measurement is running in this process."""
-    return _LOCK.locked()
+    """True while some visitor's measurement is running (or waiting) in this process."""
+    with _TURNS:
+        return bool(_QUEUE)
 
 
 def measure_once(config: TransformerConfig, device: str = "cpu", *,
-                 on_progress: Callable[[float, int], None] | None = None, **limits) -> CostMeasurement:
-    """:func:`measure_cost`, at most one at a time in the process and once per model size and device.
+                 on_progress: Callable[[float, int], None] | None = None,
+                 on_wait: Callable[[int], None] | None = None, **limits) -> CostMeasurement:
+    """:func:`measure_cost`, one at a time in the process, in arrival order, once per model size and device.
 
-    A second caller waits for the running measurement; if that was of the same size and device it
-    gets its result without measuring again. ``limits``: the keyword budgets of :func:`measure_cost`.
+    A caller behind others is told its place every :data:`WAIT_TICK_S` (``on_wait(n)``: n measurements
+    are ahead of it), never blocks longer than that, and leaves the line if ``on_wait`` or ``on_progress``
+    raises (a Streamlit script stopped by a rerun or a closed tab does, from its next ``st`` call). When its
+    turn comes, a result of the same size made meanwhile is returned without measuring again.
+    ``limits``: the keyword budgets of :func:`measure_cost`.
     """
-    key = _key(config, device)
-    with _LOCK:
+    key, ticket = _key(config, device), object()
+    with _TURNS:
         done = _RESULTS.get(key)
-        if done is None:
-            done = _RESULTS[key] = measure_cost(config, device, on_progress=on_progress, **limits)
-        return done
+        if done is not None:
+            return done
+        _QUEUE.append(ticket)
+    try:
+        while True:
+            with _TURNS:
+                done = _RESULTS.get(key)
+                if done is not None:
+                    return done
+                ahead = _QUEUE.index(ticket)
+                if ahead == 0:
+                    break
+                _TURNS.wait(WAIT_TICK_S)
+                ahead = _QUEUE.index(ticket)
+            if ahead and on_wait is not None:
+                on_wait(ahead)
+        result = measure_cost(config, device, on_progress=on_progress, **limits)
+        with _TURNS:
+            _RESULTS[key] = result
+        return result
+    finally:
+        with _TURNS:
+            _QUEUE.remove(ticket)
+            _TURNS.notify_all()
 
 
 def forget_measurements() -> None:
     """Drop every kept measurement (tests)."""
-    with _LOCK:
+    with _TURNS:
         _RESULTS.clear()

@@ -102,6 +102,17 @@ def _weights(ckpt: Checkpoint, case: PronounCase) -> dict[str, np.ndarray]:
     return {kind: np.stack([row[..., right], row[..., wrong]], axis=-1) for kind, row in rows.items()}
 
 
+def pronoun_missing(ckpt: Checkpoint, pair: tuple[PronounClause, PronounClause] = PAIR) -> tuple[str, ...]:
+    """The words (or characters) of the pair, either language, that this model's tokenizers do not know, in
+    order: the example reads the attention on "it" and on both nouns, so it needs every one of them (an
+    uploaded en-zh model may bring other words than the shipped one's)."""
+    missing: dict[str, None] = {}
+    for clause in pair:
+        for tokenizer, text in ((ckpt.tokenizer, english(clause)), (ckpt.target_tokenizer, chinese(clause))):
+            missing.update(dict.fromkeys(u.char for u in tokenizer.encode_with_report(text).unknown))
+    return tuple(missing)
+
+
 def pronoun_heads(ckpt: Checkpoint, pair: tuple[PronounClause, PronounClause] = PAIR) -> PronounHeads:
     """Every encoder and cross-attention head's reading of the pair, and the best head of each kind."""
     cases = tuple(_case(ckpt, clause) for clause in pair)

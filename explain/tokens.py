@@ -114,17 +114,16 @@ def sentence_batch(sentences: list[str], tokenizer: Tokenizer, task_name: str | 
     )
 
 
-def batch_of(sentences: tuple[str, ...], alphabet: str, task_name: str | None) -> SentenceBatch:
-    """The batch of ``sentences`` that a model with this tokenizer ``alphabet`` and task gets.
-    (Called with the alphabet, not the tokenizer: a cache key must be plain data.) A translation
-    task has its own two tokenizers, which are used instead of the alphabet."""
-    try:
-        task = get_task(task_name) if task_name else None
-    except UnknownTaskError:
-        task = None
-    if task is not None and task.source_tok is not None:
-        return sentence_batch(list(sentences), task.source_tokenizer(), task_name, task.target_tokenizer())
-    return sentence_batch(list(sentences), CharTokenizer(alphabet), task_name)
+def batch_of(ckpt: Checkpoint, sentences: tuple[str, ...]) -> SentenceBatch:
+    """The batch of ``sentences`` that this model gets, through its own two tokenizers (never its
+    task's: an uploaded model may name a task and bring other words, and its ids are what it reads).
+    The targets are the task's answers (the copy task's for a task this app does not know)."""
+    return sentence_batch(list(sentences), ckpt.tokenizer, ckpt.task.get("name"), target_tokenizer(ckpt))
+
+
+def fallback_batch(sentences: tuple[str, ...]) -> SentenceBatch:
+    """The batch of ``sentences`` under the default task alphabet, for showing tokens with no model."""
+    return sentence_batch(list(sentences), fallback_tokenizer(), "copy")
 
 
 @functools.lru_cache(maxsize=1)

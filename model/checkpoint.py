@@ -25,7 +25,7 @@ import torch
 from model.checkpoint_schema import PayloadProblem, check_payload
 from model.config import LIMITS, TransformerConfig
 from model.device import pick_device
-from model.tasks import TASK_NAMES
+from model.tasks import TASK_NAMES, get_task
 from model.tokenizer import Tokenizer, tokenizer_from_dict
 from model.transformer import Transformer
 
@@ -70,6 +70,10 @@ MESSAGES = {
     "bad_entry": "The checkpoint's {entry} entry is invalid ({problem}).",
     "hollow_weights": (
         "The checkpoint's weights are not stored in full ({key} has shape {shape} but holds {stored} numbers)."
+    ),
+    "task_mismatch": (
+        "The checkpoint's tokenizers do not fit its task ({task} reads {wanted} on its {side} side; the file's "
+        "tokenizer there reads {found})."
     ),
     "huge_weights": (
         "The checkpoint's weights are far too large for a trained model ({key} reaches {value:.3g}; the limit is "
@@ -373,7 +377,20 @@ def _check_payload(payload: object) -> tuple[TransformerConfig, Tokenizer, Token
     for vocab, side in ((config.src_vocab_size, tokenizer), (config.tgt_vocab_size, target_tokenizer)):
         if vocab != side.vocab_size:
             raise CheckpointError("vocab_mismatch", config_vocab=vocab, tokenizer_vocab=side.vocab_size)
+    _check_task_tokenizers(payload["task"].get("name"), tokenizer, target_tokenizer)
     return config, tokenizer, target_tokenizer, payload["task"], payload["history"], version
+
+
+def _check_task_tokenizers(name: object, source: Tokenizer, target: Tokenizer) -> None:
+    """A task this app knows reads words or characters on each side; a file whose tokenizer there reads the
+    other kind contradicts its task (its pages would split sentences one way and its task's answers the
+    other). Its words may differ from the task's (a model trained on other sentences): those become <unk>."""
+    if name not in TASK_NAMES:
+        return  # a task this app does not know: its pages use the copy task's answers
+    task = get_task(name)
+    for side, ours, theirs in (("source", source, task.source_tokenizer()), ("target", target, task.target_tokenizer())):
+        if ours.unit != theirs.unit:
+            raise CheckpointError("task_mismatch", task=name, side=side, wanted=f"{theirs.unit}s", found=f"{ours.unit}s")
 
 
 def _stored_numbers(t: torch.Tensor) -> int:

@@ -108,17 +108,22 @@ def test_a_visitor_who_presses_during_someone_elses_measurement_waits_and_is_tol
     at = open_cost(app)
     held = threading.Event()
 
-    def someone_else() -> None:
-        with cost._LOCK:
-            held.set()
-            time.sleep(1.0)
+    def someone_else() -> None:  # holds the first place in line for a second, as a measurement would
+        ticket = object()
+        with cost._TURNS:
+            cost._QUEUE.append(ticket)
+        held.set()
+        time.sleep(1.0)
+        with cost._TURNS:
+            cost._QUEUE.remove(ticket)
+            cost._TURNS.notify_all()
 
     other = threading.Thread(target=someone_else)
     other.start()
     assert held.wait(10)
     at = measure(at)
     other.join(10)
-    assert translate("attention_cost.measure.busy", "en") in [i.value for i in at.info]
+    assert translate("attention_cost.measure.queued", "en", ahead=1) in [i.value for i in at.info]
     assert chart(at, "attention_cost.chart")
 
 

@@ -180,7 +180,7 @@ def test_the_leak_share_is_that_of_the_whole_padded_input(app, checkpoint_dir):
     """Only the picture is cropped: the share of attention that leaks to <pad> counts all 22 of them."""
     at = open_masks(app, sent="2", mask_pad="false", mask_view="effect")
     ckpt = load_checkpoint(checkpoint_dir / "copy.pt")
-    pair = em.pair_tokens(batch_of(tuple(BATCH.splitlines()), ckpt.tokenizer.alphabet, "copy"), 2)
+    pair = em.pair_tokens(batch_of(ckpt, tuple(BATCH.splitlines())), 2)
     full = em.head_map(em.masked_attention(ckpt, pair.src_ids, pair.tgt_ids, False, True), "encoder", 0, 0)
     share = em.leak_share(full.weights, full.hideable, pair.real("encoder"))
     drawn = full.cropped(pair.drawn("encoder"))

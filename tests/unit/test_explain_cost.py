@@ -4,7 +4,9 @@ Timings themselves are not asserted here (they live in bench/): only what the me
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -177,3 +179,65 @@ def test_the_cpu_measurement_runs_on_one_thread_and_puts_the_setting_back():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_the_kept_result_ignores_the_positional_base_an_upload_may_set():
+    """#33 item 5: keyed by the whole config, free floats in uploaded files forced a new measurement each."""
+    first = cost.measure_once(SMALL, "cpu", lengths=(8,), **GENEROUS)
+    assert cost.cached_cost(dataclasses.replace(SMALL, pe_base=12345.678), "cpu") is first
+
+
+def test_waiting_callers_are_served_in_arrival_order_told_their_place_and_can_leave_the_line():
+    order, places, release, started = [], {}, threading.Event(), threading.Event()
+    real = cost.measure_cost
+
+    def measured(config, *args, **kwargs):
+        order.append(config.d_model)
+        if config.d_model == SIZES[0]:
+            started.set()
+            release.wait(30)
+        return real(config, *args, **kwargs)
+
+    class Left(Exception):
+        pass
+
+    def leave_at_once(ahead):
+        raise Left  # a rerun or a closed tab, raised from the script's next st call
+
+    def call(d_model, on_wait=None):
+        config = dataclasses.replace(SMALL, d_model=d_model)
+        told = places.setdefault(d_model, [])
+        try:
+            cost.measure_once(config, "cpu", lengths=(8,), on_wait=on_wait or told.append, **GENEROUS)
+        except Left:
+            told.append("left")
+
+    original = cost.measure_cost
+    cost.measure_cost = measured
+    try:
+        first = threading.Thread(target=call, args=(SIZES[0],))
+        first.start()
+        assert started.wait(30)
+        waiting = []
+        for d_model in SIZES[1:]:
+            waiting.append(threading.Thread(target=call, args=(d_model,)))
+            waiting[-1].start()
+            time.sleep(0.3)  # arrive one after another
+        quitter = threading.Thread(target=call, args=(40, leave_at_once))
+        quitter.start()
+        quitter.join(5)
+        assert not quitter.is_alive() and places[40] == ["left"]  # out of the line at its first tick
+        time.sleep(3 * cost.WAIT_TICK_S)
+        release.set()
+        for thread in (first, *waiting):
+            thread.join(60)
+    finally:
+        cost.measure_cost = original
+        release.set()
+    assert order == list(SIZES)  # arrival order, the quitter never measured
+    assert places[SIZES[1]][0] == 1 and places[SIZES[2]][0] == 2  # told how many are ahead...
+    assert places[SIZES[2]][-1] == 1  # ...and told again as the line moves
+    assert not cost.is_measuring()
+
+
+SIZES = (16, 24, 32)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from explain.tokens import SENTENCE_ROWS, batch_of, batch_target, sentence_batch, sentence_frame, side_frames
+from explain.tokens import (SENTENCE_ROWS, batch_of, batch_target, fallback_batch, sentence_batch, sentence_frame,
+                            side_frames)
 from model.tasks import DEFAULT_ALPHABET, batch_from_pairs
 from model.tokenizer import CharTokenizer
 
@@ -42,8 +43,23 @@ def test_unknown_task_falls_back_to_copy_and_dates_may_have_no_answer(tokenizer)
     assert batch.decoder_in[0].tokens == ["<bos>"] and batch.labels[0].tokens == ["<eos>"]
 
 
-def test_batch_of_an_alphabet_is_the_tokenizers_batch(tokenizer):
-    assert batch_of(tuple(SENTENCES), DEFAULT_ALPHABET, "reverse") == sentence_batch(SENTENCES, tokenizer, "reverse")
+def test_without_a_model_the_batch_is_the_default_alphabets_copy_batch(tokenizer):
+    assert fallback_batch(tuple(SENTENCES)) == sentence_batch(SENTENCES, tokenizer, "copy")
+
+
+def test_a_models_batch_goes_through_its_own_tokenizers_not_its_tasks():
+    """#33 item 6: an uploaded model may name a task and bring other words (the page built the task's)."""
+    from types import SimpleNamespace
+
+    from model.tokenizer import WordTokenizer
+    source, target = WordTokenizer(["the", "cat"]), CharTokenizer("猫")
+    ckpt = SimpleNamespace(tokenizer=source, target_tokenizer=target, task={"name": "en-zh"})
+    batch = batch_of(ckpt, ("the cat ate two apples .",))
+    assert batch.source[0].tokens == ["the", "cat", *["<unk>"] * 4]
+    assert batch.targets == ["猫吃了两个苹果。"]
+    assert batch.decoder_in[0].tokens == ["<bos>", "猫", *["<unk>"] * 7]
+    word_copy = SimpleNamespace(tokenizer=source, target_tokenizer=source, task={"name": "copy"})
+    assert batch_of(word_copy, ("the cat",)).labels[0].tokens == ["the", "cat", "<eos>"]
 
 
 def test_side_frames_shape_and_raw_tokens(tokenizer):
@@ -78,8 +94,9 @@ def test_sentence_frame_leaves_the_batch_padding_out(tokenizer):
 
 def test_a_word_models_first_row_holds_its_words_above_their_tokens():
     """#35 item 5: the letters row and the word tokens shared column numbers, so "t" sat above "the"."""
-    from explain.tokens import batch_of
-    batch = batch_of(("The cat ate two apples .",), "", "en-zh")
+    from model.tasks import get_task
+    task = get_task("en-zh")
+    batch = sentence_batch(["The cat ate two apples ."], task.source_tokenizer(), "en-zh", task.target_tokenizer())
     frame, _ = sentence_frame(batch, 0, {k: k for k in SENTENCE_ROWS}, unit="word")
     words = ["the", "cat", "ate", "two", "apples", "."]
     assert list(frame.loc["chars"])[:len(words)] == words

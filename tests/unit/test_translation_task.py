@@ -314,7 +314,7 @@ def test_explain_views_label_the_target_side_with_the_target_tokenizer(tiny_run)
                for step in trace.steps)
     forced = teacher_forcing(ckpt, "the cat ate two apples .", "猫吃了两个苹果。")
     assert forced.target_tokens == [*"猫吃了两个苹果。", "<eos>"]
-    batch = batch_of(("the cat ate two apples .",), "", "en-zh")
+    batch = batch_of(ckpt, ("the cat ate two apples .",))
     assert batch.source[0].tokens == ["the", "cat", "ate", "two", "apples", "."]
     assert batch.decoder_in[0].tokens[:3] == ["<bos>", "猫", "吃"]
 

@@ -30,7 +30,7 @@ def one(ckpt):
 
 @pytest.fixture(scope="module")
 def padded(ckpt):
-    return batch_ids(batch_of(("a longer sentence", "hi!"), ckpt.tokenizer.alphabet, "copy"))
+    return batch_ids(batch_of(ckpt, ("a longer sentence", "hi!")))
 
 
 def learner(function: str, bug: str | None = None):

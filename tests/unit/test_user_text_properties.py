@@ -35,7 +35,7 @@ from figures.labels import display_token, token_label
 from figures.tokens import kind_table_html
 from ui.head_set import HeadSetParam
 from ui.i18n import LANGS, catalogs, translate
-from explain.text import MAX_CHARS, MAX_LINES, MAX_RAW_CHARS, prepare_sentence, prepare_sentences
+from explain.text import LISTED_UNKNOWN, MAX_CHARS, MAX_LINES, MAX_RAW_CHARS, prepare_sentence, prepare_sentences
 from ui.url_state import (
     BadValue,
     BoolParam,
@@ -76,7 +76,7 @@ ALPHABETS = [DEFAULT_ALPHABET, get_task("dates").alphabet]
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MODEL_PROPERTY = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 INPUT_NOTICES = {"common.input.empty", "common.input.too_many_lines", "common.input.truncated",
-                 "common.input.unknown_chars"}
+                 "common.input.unknown_chars", "common.input.unknown_chars_more"}
 BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$")
 
@@ -130,7 +130,12 @@ def test_prepared_sentences_keep_every_limit_and_say_so(text, max_lines, max_cha
     assert len(prepared.unknown) == len(prepared.sentences)
     for sentence, unknown in zip(prepared.sentences, prepared.unknown):
         assert unknown == [(i, ch) for i, ch in enumerate(sentence) if ch not in alphabet]
-    assert ("common.input.unknown_chars" in keys) == any(prepared.unknown)
+    unknown_notices = [n for n in prepared.notices if n.key.startswith("common.input.unknown_chars")]
+    assert len(unknown_notices) == (1 if any(prepared.unknown) else 0)  # past 20 it names 20 and counts the rest
+    for notice in unknown_notices:
+        named = notice.values["chars"].split(" ")
+        assert len(named) <= LISTED_UNKNOWN
+        assert (notice.key == "common.input.unknown_chars_more") == (notice.values.get("more", 0) > 0)
 
 
 @PROPERTY
