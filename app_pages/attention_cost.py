@@ -57,9 +57,11 @@ def run_measurement(ckpt) -> CostMeasurement:
         line.info(t("attention_cost.measure.queued", ahead=ahead), icon=":material/hourglass_top:")
 
     def progress(fraction: float, length: int) -> None:
+        line.empty()  # its turn came: no more waiting
         bar.progress(min(1.0, fraction), text=t("attention_cost.measure.progress", n=length))
 
     result = measure_once(cfg, device, on_progress=progress, on_wait=waiting)
+    line.empty()
     bar.empty()
     return result
 

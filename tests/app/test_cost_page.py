@@ -104,7 +104,7 @@ def test_a_bad_link_value_falls_back_with_a_notice(app):
     assert at.toggle(key="attention_cost.log").value is True
 
 
-def test_a_visitor_who_presses_during_someone_elses_measurement_waits_and_is_told(app):
+def test_a_visitor_who_presses_during_someone_elses_measurement_waits_and_is_told(app, monkeypatch):
     at = open_cost(app)
     held = threading.Event()
 
@@ -118,12 +118,20 @@ def test_a_visitor_who_presses_during_someone_elses_measurement_waits_and_is_tol
             cost._QUEUE.remove(ticket)
             cost._TURNS.notify_all()
 
+    waited = []
+    real = cost.measure_once
+
+    def heard(*args, on_wait, **kwargs):
+        return real(*args, on_wait=lambda ahead: (waited.append(ahead), on_wait(ahead)), **kwargs)
+
     other = threading.Thread(target=someone_else)
     other.start()
     assert held.wait(10)
+    monkeypatch.setattr(cost, "measure_once", heard)  # the page imports it anew on every run
     at = measure(at)
     other.join(10)
-    assert translate("attention_cost.measure.queued", "en", ahead=1) in [i.value for i in at.info]
+    assert waited == [1] * len(waited) and waited  # told its place while the other measured
+    assert translate("attention_cost.measure.queued", "en", ahead=1) not in [i.value for i in at.info]  # not after
     assert chart(at, "attention_cost.chart")
 
 
