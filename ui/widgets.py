@@ -18,10 +18,9 @@ import streamlit as st
 from explain.tasks import FALLBACK_BATCH, source_end_marks, task_batch_example, task_example
 from explain.text import (LISTED_UNKNOWN, MAX_CHARS, MAX_LINES, PreparedText, known_units, prepare_sentence,
                           prepare_sentences, unit_of, unknown_units)
-from explain.tokens import SentenceBatch, batch_of, fallback_batch, fallback_tokenizer, target_tokenizer
+from explain.tokens import fallback_tokenizer, target_tokenizer
 from figures.style import upright_axis_titles
 from model.tokenizer import REPLACEMENT_CHAR, SPECIAL_TOKENS, UNK_ID
-from ui.cache import computed
 from ui.i18n import t
 from ui.presenter import presented
 from ui.url_state import IntParam, TextParam, bind, box_cut, clamp_state, markdown_literal
@@ -158,14 +157,6 @@ def batch_input(checkpoint: Any, page: str) -> PreparedText:
                                  end_marks=source_end_marks(checkpoint) if checkpoint is not None else ())
     show_notices(prepared)
     return prepared
-
-
-def model_batch(checkpoint: Any, sentences: tuple[str, ...]) -> SentenceBatch:
-    """The batch ``sentences`` make for ``checkpoint`` through its own tokenizers (the default alphabet's
-    without a model), computed once per model and sentences (:mod:`ui.cache`)."""
-    if checkpoint is None:
-        return computed(fallback_batch, sentences)
-    return computed(batch_of, sentences, model=checkpoint)
 
 
 def sentence_picker(label: str, sentences: tuple[str, ...], option: str, page: str) -> int:

@@ -146,9 +146,8 @@ def test_a_phones_charts_have_no_toolbar_over_their_titles_and_a_desktops_keep_i
     for i in range(titles.count()):  # nothing lies over the middle of any chart's title
         titles.nth(i).scroll_into_view_if_needed()
         box = titles.nth(i).bounding_box()
-        covered = phone.evaluate(
-            "([x, y]) => !!document.elementFromPoint(x, y)?.closest('.modebar, [data-testid=\"stElementToolbar\"]')",
-            [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2])
+        covered = phone.evaluate("([x, y]) => !!document.elementFromPoint(x, y)?.closest('.modebar, [data-testid=\"stElementToolbar\"]')",
+                                 [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2])
         assert not covered, titles.nth(i).text_content()
     screenshot(phone, "positional_zh_phone_charts")
 
