@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import sidebar, tour, warmup
+from ui import sidebar, tour, upload_cap, warmup
 from ui.i18n import t
 from ui.page_css import inject_page_css
 from ui.page_errors import one_sentence_on_failure
@@ -22,3 +22,4 @@ with one_sentence_on_failure(current.url_path):  # the deployed config shows no 
     sidebar.render(current.url_path)
     current.run()
 warmup.start_warmup()
+upload_cap.limit_uploads()  # a session holds at most two uploaded files (ui/upload_cap.py)

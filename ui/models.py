@@ -42,6 +42,7 @@ SHIPPED_TASKS: tuple[str, ...] = ("en-zh", "zh-en", "copy", "reverse", "sort", "
 LANGUAGE_DEFAULTS: dict[str, str] = {"en": "en-zh", "zh": "zh-en"}  # the model a visitor starts on, by UI language
 MODEL_STATE_KEY = "model"  # session_state key the sidebar's model widget owns
 _SESSION_MODELS_KEY = "_models.session"
+MAX_SESSION_MODELS = 4  # models of its own a session keeps (trained or uploaded); a fifth lets the oldest go
 
 _keys: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()  # checkpoint -> cache key
 
@@ -110,12 +111,14 @@ def is_session_model(name: str) -> bool:
     return name in session_models()
 
 
-def register_session_model(name: str, checkpoint: Any) -> None:
-    """Make ``checkpoint`` (trained on the training page) selectable as ``name`` in this session.
+def register_session_model(name: str, checkpoint: Any) -> list[str]:
+    """Make ``checkpoint`` (trained or uploaded on the training page) selectable as ``name`` in this session.
 
     ``name`` must not be a shipped model's name (``ValueError``); registering the same name again
-    replaces the earlier model. The training page may then set ``st.session_state["model"] =
-    name`` before the sidebar renders (e.g. from a button callback) to select it.
+    replaces the earlier model. A session keeps at most :data:`MAX_SESSION_MODELS` models: the
+    oldest ones beyond it are let go, and their names returned (oldest first) for the page to say so.
+    The training page may then set ``st.session_state["model"] = name`` before the sidebar renders
+    (e.g. from a button callback) to select it.
     """
     name = name.strip()
     if not name or len(name) > 40:
@@ -123,7 +126,15 @@ def register_session_model(name: str, checkpoint: Any) -> None:
     if name in shipped_models():
         raise ValueError(f"{name!r} is the name of a shipped model; choose another name.")
     _keys[checkpoint] = f"session:{uuid.uuid4().hex}"
-    _session_models()[name] = checkpoint
+    held = _session_models()
+    held.pop(name, None)  # a name registered again becomes the newest
+    held[name] = checkpoint
+    dropped = []
+    while len(held) > MAX_SESSION_MODELS:
+        oldest = next(iter(held))
+        del held[oldest]
+        dropped.append(oldest)
+    return dropped
 
 
 def model_key(checkpoint: Any) -> str:
@@ -134,6 +145,11 @@ def model_key(checkpoint: Any) -> str:
     if key is None:
         key = _keys[checkpoint] = f"unregistered:{uuid.uuid4().hex}"
     return key
+
+
+def is_session_key(key: str) -> bool:
+    """Whether ``key`` (from :func:`model_key`) is a session's model (or a test's), not a shipped file."""
+    return key.startswith(("session:", "unregistered:"))
 
 
 @functools.lru_cache(maxsize=32)

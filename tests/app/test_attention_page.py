@@ -363,7 +363,7 @@ def counting(monkeypatch, module, name: str) -> list:
 def test_inside_one_head_computes_nothing_new_once_the_warm_up_has_run(app, monkeypatch):
     """The warm-up computes, when a model loads, the views "Inside one head" reads on the model's example
     (both scalings, with the details) and the √d_k table: the first switch to that view runs no forward."""
-    import streamlit as st
+    import ui.cache
 
     import explain.attention
     from ui.warmup import start_warmup, warm_views
@@ -372,7 +372,7 @@ def test_inside_one_head_computes_nothing_new_once_the_warm_up_has_run(app, monk
     assert start_warmup().views_done.wait(120)  # the process's own warm-up (started by the app) is over
     views = counting(monkeypatch, explain.attention, "attention_view")
     tables = counting(monkeypatch, explain.attention, "why_scale")
-    st.cache_data.clear()
+    ui.cache.clear()
     warm_views(models.load_shipped("copy"))
     assert len(views) == 3 and len(tables) == 1  # the overview's, and the two "inside" reads
     del views[:], tables[:]

@@ -222,7 +222,7 @@ def test_a_model_change_at_200_samples_decodes_and_scores_nothing_once_the_warm_
     and N = 200 when the model loads (#35 item 22): switching models on the page then computes nothing."""
     import functools
 
-    import streamlit as st
+    import ui.cache
 
     import explain.bleu
     from ui.warmup import start_warmup, warm_views
@@ -238,7 +238,7 @@ def test_a_model_change_at_200_samples_decodes_and_scores_nothing_once_the_warm_
             return _real(*args, **kwargs)
 
         monkeypatch.setattr(explain.bleu, name, functools.wraps(real)(spy))
-    st.cache_data.clear()
+    ui.cache.clear()
     for task in ("copy", "dates"):
         warm_views(models.load_shipped(task))
     assert calls.count("decode_chunk") == 2 * 8 and calls.count("score_samples") == 2 * 2

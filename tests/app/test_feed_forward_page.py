@@ -221,7 +221,7 @@ def test_the_first_switch_to_the_decoder_computes_nothing_once_the_warm_up_has_r
     """The warm-up computes both stacks' first layer on the model's example when the model loads (#35 item 22)."""
     import functools
 
-    import streamlit as st
+    import ui.cache
 
     import explain.ffn
     from ui import models
@@ -237,7 +237,7 @@ def test_the_first_switch_to_the_decoder_computes_nothing_once_the_warm_up_has_r
     at = open_ffn(app)
     assert start_warmup().views_done.wait(120)  # the process's own warm-up (started by the app) is over
     monkeypatch.setattr(explain.ffn, "ffn_view", spy)
-    st.cache_data.clear()
+    ui.cache.clear()
     warm_views(models.load_shipped("copy"))
     assert [c[1:] for c in calls] == [("encoder", 0), ("decoder", 0)]
     del calls[:]

@@ -43,3 +43,25 @@ def test_the_control_a_good_upload_is_registered_and_selected(app):
     at = clean(at.run())
     assert not at.error and registered(at) == ["fine"]
     assert at.session_state[models.MODEL_STATE_KEY] == "fine"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_session_keeps_at_most_four_models_and_says_which_it_let_go(app, lang, monkeypatch):
+    """One visitor uploading a file under 40 names (#33 item 2): the session keeps the newest four, each upload
+    selected, and the page names the one let go, in the visitor's language."""
+    monkeypatch.setattr(models, "is_session_model", lambda shown: shown.startswith("copy") and shown != "copy")
+    at = open_script(app, "app_pages/training.py", {"lang": lang})
+    data = saved(good_payload())
+    for n in range(1, 41):
+        at.file_uploader(key=UPLOAD_KEY).set_value((f"copy{n}.pt", data, "application/octet-stream"))
+        at = clean(at.run())
+        assert at.session_state[models.MODEL_STATE_KEY] == f"copy{n}"
+        assert registered(at) == [f"copy{k}" for k in range(max(1, n - 3), n + 1)]
+        _, key, args = at.session_state["_training.upload_result"]
+        if n <= models.MAX_SESSION_MODELS:
+            assert key == "training.upload.done" and "dropped" not in args
+        else:
+            assert key == "training.upload.done_dropped" and args["dropped"] == f"copy{n - 4}" and args["limit"] == 4
+        assert [str(s.value) for s in at.success] == [translate(key, lang, **args)]
+    options = [o.split(" ")[0].split("（")[0] for o in at.sidebar.selectbox(key=models.MODEL_STATE_KEY).options]
+    assert options == [*models.shipped_models(), "copy37", "copy38", "copy39", "copy40"]

@@ -40,7 +40,7 @@ def test_presenter_mode_steps_through_sections_and_pages_with_the_keyboard(page,
     bar = p.locator(".st-key-tp_presenter")
     expect(bar).to_be_visible()
     expect(bar).to_contain_text(translate("common.presenter.leave", lang))
-    assert not p.locator("section[data-testid='stSidebar']").is_visible()
+    expect(p.locator("section[data-testid='stSidebar']")).to_be_hidden()
     assert p.evaluate("() => getComputedStyle(document.documentElement).fontSize") == "22px"
     p.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 1")
     screenshot(p, f"presenter_masks_{lang}")

@@ -48,6 +48,13 @@ def take_flash(where: str) -> tuple[str, str, dict[str, Any]] | None:
     return flashed[1], flashed[2], flashed[3]
 
 
+def dropped_args(dropped: list[str]) -> dict[str, Any]:
+    """The words for the models a session let go to stay under its cap (none: no words)."""
+    if not dropped:
+        return {}
+    return {"dropped": ", ".join(markdown_literal(n) for n in dropped), "limit": models.MAX_SESSION_MODELS}
+
+
 def on_start(cheat: bool = False) -> None:
     """Start a run with the page's settings (``cheat``: without the look-ahead mask)."""
     if cheat:
@@ -83,9 +90,10 @@ def on_use() -> None:
     except CheckpointError as exc:  # e.g. the very last update made a weight NaN
         flash("error", ts.checkpoint_error_key(exc), where="results")
         return
-    models.register_session_model(name, ckpt)
+    dropped = models.register_session_model(name, ckpt)
     st.session_state[models.MODEL_STATE_KEY] = name
-    flash("success", "training.use.done", where="results", name=markdown_literal(name))
+    flash("success", "training.use.done_dropped" if dropped else "training.use.done", where="results",
+          name=markdown_literal(name), **dropped_args(dropped))
 
 
 def on_upload() -> None:
@@ -100,11 +108,12 @@ def on_upload() -> None:
         st.session_state[UPLOAD_RESULT_KEY] = ("error", ts.checkpoint_error_key(exc), {})
         return
     name = ts.name_from_upload(uploaded.name)
-    models.register_session_model(name, ckpt)
+    dropped = models.register_session_model(name, ckpt)
     st.session_state[models.MODEL_STATE_KEY] = name
     facts = ts.checkpoint_summary(ckpt)
     steps = facts["steps"] if isinstance(facts["steps"], int) else "?"
-    st.session_state[UPLOAD_RESULT_KEY] = ("ok", "training.upload.done", {
+    done = "training.upload.done_dropped" if dropped else "training.upload.done"
+    st.session_state[UPLOAD_RESULT_KEY] = ("ok", done, {
         "name": markdown_literal(name), "task": markdown_literal(facts["task"]), "params": f"{facts['params']:,}",
-        "steps": steps,
+        "steps": steps, **dropped_args(dropped),
     })

@@ -1,0 +1,32 @@
+"""A session holds at most two uploaded files in the server's memory, whatever a client PUTs (#33 item 2)."""
+from __future__ import annotations
+
+from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+from streamlit.runtime.uploaded_file_manager import UploadedFileRec
+
+from ui.upload_cap import MAX_UPLOADS_HELD, cap_manager, limit_uploads
+
+MB = 2**20
+
+
+def held_bytes(manager: MemoryUploadedFileManager) -> int:
+    stats = manager.get_stats()
+    return sum(s.byte_length for family in stats.values() for s in family)
+
+
+def test_a_scripted_client_putting_forty_files_holds_two_and_other_sessions_keep_theirs():
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    cap_manager(manager)
+    manager.add_file("teacher", UploadedFileRec("t1", "model.pt", "application/octet-stream", b"t" * MB))
+    for n in range(40):
+        manager.add_file("script", UploadedFileRec(f"f{n}", f"f{n}.pt", "application/octet-stream", b"x" * (4 * MB)))
+    assert MAX_UPLOADS_HELD == 2
+    assert [r.file_id for r in manager.get_files("script", [f"f{n}" for n in range(40)])] == ["f38", "f39"]
+    assert held_bytes(manager) == 2 * 4 * MB + MB  # 9 MB held, not 161 MB
+    assert [r.file_id for r in manager.get_files("teacher", ["t1"])] == ["t1"]
+    manager.remove_session_files("script")
+    assert held_bytes(manager) == MB
+
+
+def test_outside_a_server_nothing_is_wrapped():
+    assert limit_uploads() is False
