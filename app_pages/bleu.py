@@ -1,17 +1,17 @@
 """Scoring translations: BLEU. The chosen model's answers to N fresh task samples scored with corpus
 BLEU (sacrebleu) beside exact match, and one candidate worked n-gram by n-gram."""
 import math
-import time
+from collections.abc import Callable
 
 import streamlit as st
 
 from explain.bleu import (CHUNK, MAX_ORDER, NGRAM_COLUMNS, NOISES, ORDER_COLUMNS, SAMPLE_COLUMNS, TOKENIZATIONS,
                           LibrarySentence, ScoredSamples, WorkedSentence, bleu_tokenize, chunks_for, decode_chunk,
-                          default_pick, has_samples, library_sentence, ngram_table, order_table, sample_table,
-                          score_samples, telling_sample, work_sentence)
+                          decode_turns, default_pick, has_samples, library_sentence, ngram_table, order_table,
+                          sample_table, score_samples, telling_sample, work_sentence)
 from figures.bleu import precision_bars
 from figures.labels import display_token
-from ui.cache import computed
+from ui.cache import computed, is_cached, session_gone_check
 from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.page_errors import fragment
@@ -32,7 +32,6 @@ TYPED_CHARS = 200
 CANDIDATE = TextParam("bleu_cand", "thank you so much", max_len=TYPED_CHARS)
 REFERENCE = TextParam("bleu_ref", "thank you so much, my brother", max_len=TYPED_CHARS)
 PICK_KEY = "bleu.pick"
-PROGRESS_AFTER_S = 0.05  # a chunk that took longer was decoded, not read from the cache
 
 
 # ------------------------------------------------------------------ the samples
@@ -52,20 +51,44 @@ def sample_controls() -> tuple[int, int, str]:
 
 def decoded(ckpt, n: int, seed: int) -> tuple[tuple[str, str, str], ...]:
     """The first ``n`` samples of the seeded stream with the model's answers, decoded :data:`CHUNK` at a
-    time through the cache. A progress bar appears once a chunk had to be decoded (a cached one takes
-    no time), so flipping between views already seen draws no bar."""
-    parts = []
+    time through the cache. Chunks not cached yet are decoded in turn with other visitors
+    (:func:`explain.bleu.decode_turns`): while others decode, a line says how many are ahead, and a
+    progress bar follows the chunks once this visitor's turn has come. Views already seen draw neither."""
     count = chunks_for(n)
-    bar = None
+    if all(is_cached(decode_chunk, seed, chunk, model=ckpt) for chunk in range(count)):
+        return samples_of(ckpt, n, seed, count)
+    note = st.empty()
+    with decode_turns().turn(on_wait=place_note(note)):
+        note.empty()
+        bar = st.progress(0.0, text=t("bleu.progress", done=0, n=n)) if count > 1 else None
+        parts = samples_of(ckpt, n, seed, count, bar)
+        if bar is not None:
+            bar.empty()
+        return parts
+
+
+def place_note(note) -> Callable[[int], None]:
+    """What a waiting visitor is told: their place, drawn again only when it changes (a class waiting sends
+    no stream of identical messages). A visitor whose tab has closed leaves the line."""
+    shown: list[int] = []
+    gone = session_gone_check()
+
+    def tell(ahead: int) -> None:
+        if gone is not None and gone():
+            st.stop()  # nobody to show it to: leave the line (not an error)
+        if shown != [ahead]:
+            note.info(t("bleu.queued", ahead=ahead), icon=":material/hourglass_top:")
+            shown[:] = [ahead]
+    return tell
+
+
+def samples_of(ckpt, n: int, seed: int, count: int, bar=None) -> tuple[tuple[str, str, str], ...]:
+    """The ``count`` chunks through the cache, ``bar`` (if any) moved after each."""
+    parts = []
     for chunk in range(count):
-        start = time.perf_counter()
         parts.extend(computed(decode_chunk, seed, chunk, model=ckpt))
-        if bar is None and chunk + 1 < count and time.perf_counter() - start > PROGRESS_AFTER_S:
-            bar = st.progress(0.0)
         if bar is not None:
             bar.progress((chunk + 1) / count, text=t("bleu.progress", done=min(n, (chunk + 1) * CHUNK), n=n))
-    if bar is not None:
-        bar.empty()
     return tuple((s.source, s.reference, s.output) for s in parts[:n])
 
 

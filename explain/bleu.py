@@ -9,26 +9,31 @@ and the tests check both against sacrebleu.
 
 :func:`decode_chunk` takes the checkpoint first (the page calls it through
 :func:`ui.cache.computed`, one chunk of :data:`CHUNK` samples at a time, so a larger N reuses the
-chunks already decoded and the page can show its progress).
+chunks already decoded and the page can show its progress). The page decodes in turn with every
+other visitor (:func:`decode_turns`): at most ``TP_HEAVY_DECODES`` (default 1) visitors' fresh samples
+are decoded at once in the process, the others wait in arrival order and see their place, and a
+decode whose visitor has gone stops at its next step (``should_stop``).
 """
 from __future__ import annotations
 
 import functools
+import logging
 import math
+import os
 import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
-import torch
 from sacrebleu.metrics import BLEU
 
 from explain.tasks import task_of
+from explain.turns import Turns
 from model.bleu import TOKENIZE_FOR, corpus_bleu
 from model.checkpoint import Checkpoint
-from model.decoding import decode_bound
-from model.training import greedy_batch
+from model.decoding import StopCheck, decode_bound, greedy_ids
+from model.tokenizer import BOS_ID, EOS_ID
 from model.transformer import ForwardOptions
 
 MAX_ORDER = 4  # BLEU's n-grams: 1 to 4
@@ -39,6 +44,8 @@ SAMPLE_COLUMNS = ("number", "source", "reference", "output", "exact", "bleu")
 ORDER_COLUMNS = ("n", "matches", "total", "precision", "log_precision")
 NGRAM_COLUMNS = ("ngram", "in_candidate", "in_reference", "clipped")
 MINUS_INFINITY = "−∞"  # log 0, as the order table writes it
+ENV_HEAVY_DECODES = "TP_HEAVY_DECODES"
+_log = logging.getLogger(__name__)
 
 
 # ------------------------------------------------------------------ tokenisation
@@ -88,12 +95,14 @@ def has_samples(checkpoint: Checkpoint) -> bool:
     return task_of(checkpoint) is not None
 
 
-def decode_chunk(checkpoint: Checkpoint, seed: int, chunk: int) -> tuple[Sample, ...]:
+def decode_chunk(checkpoint: Checkpoint, seed: int, chunk: int, should_stop: StopCheck | None = None
+                 ) -> tuple[Sample, ...]:
     """Samples ``chunk·CHUNK`` to ``(chunk+1)·CHUNK − 1`` of the task's seeded stream
     (``random.Random(seed)``), each with the model's greedy answer, decoded as one batch.
 
     The stream does not depend on N, so the first 50 samples of N = 100 are those of N = 50. (A
     batch of 25 costs about half one of 50: the work is in the tensors, not in the per-step overhead.)
+    ``should_stop`` is asked before each step (:class:`model.decoding.DecodingStopped` when it says True).
     """
     task = task_of(checkpoint)
     if task is None:
@@ -104,9 +113,28 @@ def decode_chunk(checkpoint: Checkpoint, seed: int, chunk: int) -> tuple[Sample,
     model = checkpoint.model
     src, _ = source_side.encode_batch([s for s, _ in pairs], max_len=model.config.max_len)
     limit = decode_bound(src.size(1), model.config.max_len)
-    with torch.inference_mode():
-        out = greedy_batch(model, src.to(model.device), limit, ForwardOptions(need_weights=False))
+    out = greedy_ids(model, src.to(model.device), limit, ForwardOptions(need_weights=False), bos_id=BOS_ID,
+                     eos_id=EOS_ID, should_stop=should_stop)
     return tuple(Sample(s, r, target_side.decode(row)) for (s, r), row in zip(pairs, out.tolist()))
+
+
+def heavy_decodes(environ=os.environ) -> int:
+    """How many visitors' fresh samples may be decoded at once in the process: ``TP_HEAVY_DECODES``, else 1."""
+    raw = environ.get(ENV_HEAVY_DECODES, "").strip()
+    try:
+        value = int(raw) if raw else 1
+    except ValueError:
+        value = 0
+    if value < 1:
+        _log.warning("%s=%r is not a positive whole number; using 1", ENV_HEAVY_DECODES, raw)
+        return 1
+    return value
+
+
+@functools.cache
+def decode_turns() -> Turns:
+    """The process's one line for decoding samples that are not cached yet."""
+    return Turns(heavy_decodes())
 
 
 def chunks_for(n: int) -> int:

@@ -95,6 +95,10 @@ class ByteBoundedCache:
     def model_bytes(self, model: str) -> int:
         return self._model_bytes.get(model, 0)
 
+    def __contains__(self, key: str) -> bool:
+        with self._lock:
+            return key in self._entries
+
     def _hit(self, key: str) -> bytes | None:
         with self._lock:
             entry = self._entries.get(key)
@@ -216,14 +220,24 @@ def _key(name: str, model: str, args: tuple, kwargs: dict) -> str:
     return hashlib.blake2b(blob, digest_size=20).hexdigest()
 
 
+def _call_key(function: Callable, args: tuple, model: Any, kwargs: dict) -> tuple[str, str]:
+    """The cache key of ``function(model, *args, **kwargs)``, and the model's key."""
+    mkey = model_key(model) if model is not None else ""
+    return _key(f"{function.__module__}.{function.__qualname__}", mkey, args, kwargs), mkey
+
+
+def is_cached(function: Callable, *args: Any, model: Any = None, **kwargs: Any) -> bool:
+    """Whether :func:`computed` with these arguments would be answered from the cache now."""
+    return _call_key(function, args, model, kwargs)[0] in _CACHE
+
+
 def computed(function: Callable[..., R], *args: Any, model: Any = None, **kwargs: Any) -> R:
     """``function(model, *args, **kwargs)`` (``function(*args, **kwargs)`` without a model), cached.
 
     ``function`` must be a module-level function of explain/ whose result depends only on its
     arguments; the arguments and the result must pickle (numbers, strings, tuples, arrays, tensors).
     """
-    name = f"{function.__module__}.{function.__qualname__}"
-    mkey = model_key(model) if model is not None else ""
+    key, mkey = _call_key(function, args, model, kwargs)
     if is_session_key(mkey):
         _watch(model, mkey)
     call_kwargs = kwargs
@@ -235,4 +249,4 @@ def computed(function: Callable[..., R], *args: Any, model: Any = None, **kwargs
     def compute() -> R:
         return function(*args, **call_kwargs) if model is None else function(model, *args, **call_kwargs)
 
-    return _CACHE.get_or_compute(_key(name, mkey, args, kwargs), mkey, compute)
+    return _CACHE.get_or_compute(key, mkey, compute)

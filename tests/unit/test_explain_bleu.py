@@ -177,6 +177,26 @@ def test_a_checkpoint_of_an_unknown_task_has_no_samples(ckpt):
     assert eb.has_samples(ckpt)
 
 
+def test_a_decode_whose_visitor_has_gone_stops_at_its_next_step(ckpt):
+    asked = []
+
+    def gone_after_three() -> bool:
+        asked.append(1)
+        return len(asked) > 3
+
+    with pytest.raises(decoding.DecodingStopped):
+        eb.decode_chunk(ckpt, 7, 0, should_stop=gone_after_three)
+    assert len(asked) == 4  # three steps ran, the fourth was refused
+
+
+def test_heavy_decodes_come_from_the_environment():
+    assert eb.heavy_decodes({}) == 1
+    assert eb.heavy_decodes({"TP_HEAVY_DECODES": "3"}) == 3
+    for bad in ("0", "-1", "two", "1.5"):
+        assert eb.heavy_decodes({"TP_HEAVY_DECODES": bad}) == 1
+    assert eb.decode_turns() is eb.decode_turns() and eb.decode_turns().slots == 1
+
+
 SAMPLES = (sample("hello world", "hello world"), sample("abcdefgh", "abcdefgh"), sample("2026-11-22", "2026-11-22"))
 
 

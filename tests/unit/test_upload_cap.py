@@ -28,5 +28,20 @@ def test_a_scripted_client_putting_forty_files_holds_two_and_other_sessions_keep
     assert held_bytes(manager) == MB
 
 
-def test_outside_a_server_nothing_is_wrapped():
-    assert limit_uploads() is False
+def test_the_running_servers_manager_is_capped_once(monkeypatch):
+    from types import SimpleNamespace
+
+    from ui import upload_cap
+
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    monkeypatch.setattr(upload_cap.Runtime, "exists", staticmethod(lambda: False))
+    limit_uploads.clear()
+    assert limit_uploads() is False  # AppTest, scripts: nothing to wrap
+    monkeypatch.setattr(upload_cap.Runtime, "exists", staticmethod(lambda: True))
+    monkeypatch.setattr(upload_cap.Runtime, "instance", staticmethod(lambda: SimpleNamespace(uploaded_file_mgr=manager)))
+    limit_uploads.clear()
+    assert limit_uploads() is True and limit_uploads() is True  # once per process
+    for n in range(5):
+        manager.add_file("s", UploadedFileRec(f"f{n}", "f.pt", "application/octet-stream", b"x"))
+    assert [r.file_id for r in manager.get_files("s", [f"f{n}" for n in range(5)])] == ["f3", "f4"]
+    limit_uploads.clear()
