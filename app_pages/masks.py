@@ -7,7 +7,7 @@ from explain.masks import (SELF_ATTENTION_KINDS, SHOWN_PADS, HeadMap, PairTokens
                            mask_set,
                            masked_attention, pair_tokens, row_steps, seed_example)
 from explain.code import fully_masked_row
-from explain.tokens import batch_of, fallback_batch, fallback_tokenizer
+from explain.tokens import fallback_tokenizer
 from figures.labels import display_token
 from figures.masks import attention_map, mask_matrix, row_bars, title_lines
 from ui.cache import computed
@@ -18,7 +18,7 @@ from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
-from ui.widgets import batch_input, plot, sentence_picker
+from ui.widgets import batch_input, model_batch, plot, sentence_picker
 from ui.exercise_panel import UseMine, exercise_panel
 
 SECTIONS = ("matrices", "printout", "effect", "row")
@@ -203,7 +203,7 @@ with page("masks", formulas=FORMULAS, try_this="top") as ckpt:
         index = sentence_picker(t("tokens.sentence.pick"), sentences, t("tokens.sentence.option", n="{n}",
                                                                         text="{text}"),
                                 "masks")
-        batch = computed(batch_of, sentences, model=ckpt) if ckpt is not None else computed(fallback_batch, sentences)
+        batch = model_batch(ckpt, sentences)
         pair = pair_tokens(batch, index)
         section = st.segmented_control(t("masks.section_label"), SECTIONS, required=True,
                                        format_func=lambda s: t(f"masks.{s}.heading"),

@@ -3,8 +3,7 @@ import streamlit as st
 
 from explain.embeddings import EmbeddingStages, embedding_stages, rms
 from explain.text import LISTED_UNKNOWN, PreparedText, unit_of
-from explain.tokens import (SENTENCE_ROWS, SIDES, SentenceBatch, batch_of, fallback_batch, fallback_tokenizer,
-                            sentence_frame, side_frames)
+from explain.tokens import SENTENCE_ROWS, SIDES, SentenceBatch, fallback_tokenizer, sentence_frame, side_frames
 from figures.labels import display_token
 from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figures
 from ui.cache import computed
@@ -14,7 +13,7 @@ from ui.page_css import formula_row
 from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.url_state import ChoiceParam, bind, markdown_literal
-from ui.widgets import batch_input, plot, sentence_picker
+from ui.widgets import batch_input, model_batch, plot, sentence_picker
 
 SIDE = ChoiceParam("tokens_side", default="source", choices=SIDES)
 
@@ -110,7 +109,7 @@ with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
 
     if prepared.sentences:
         sentences = tuple(prepared.sentences)
-        batch = computed(batch_of, sentences, model=ckpt) if ckpt is not None else computed(fallback_batch, sentences)
+        batch = model_batch(ckpt, sentences)
         batch_tables(batch)
         st.caption(t("tokens.batch.legend"))
         if any(target is None for target in batch.targets):

@@ -388,9 +388,11 @@ def _check_task_tokenizers(name: object, source: Tokenizer, target: Tokenizer) -
     if name not in TASK_NAMES:
         return  # a task this app does not know: its pages use the copy task's answers
     task = get_task(name)
-    for side, ours, theirs in (("source", source, task.source_tokenizer()), ("target", target, task.target_tokenizer())):
+    sides = (("source", source, task.source_tokenizer()), ("target", target, task.target_tokenizer()))
+    for side, ours, theirs in sides:
         if ours.unit != theirs.unit:
-            raise CheckpointError("task_mismatch", task=name, side=side, wanted=f"{theirs.unit}s", found=f"{ours.unit}s")
+            raise CheckpointError("task_mismatch", task=name, side=side, wanted=f"{theirs.unit}s",
+                                  found=f"{ours.unit}s")
 
 
 def _stored_numbers(t: torch.Tensor) -> int:

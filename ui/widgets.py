@@ -18,9 +18,10 @@ import streamlit as st
 from explain.tasks import FALLBACK_BATCH, source_end_marks, task_batch_example, task_example
 from explain.text import (LISTED_UNKNOWN, MAX_CHARS, MAX_LINES, PreparedText, known_units, prepare_sentence,
                           prepare_sentences, unit_of, unknown_units)
-from explain.tokens import fallback_tokenizer, target_tokenizer
+from explain.tokens import SentenceBatch, batch_of, fallback_batch, fallback_tokenizer, target_tokenizer
 from figures.style import upright_axis_titles
 from model.tokenizer import REPLACEMENT_CHAR, SPECIAL_TOKENS, UNK_ID
+from ui.cache import computed
 from ui.i18n import t
 from ui.presenter import presented
 from ui.url_state import IntParam, TextParam, bind, box_cut, clamp_state, markdown_literal
@@ -205,3 +206,10 @@ def plot(fig: Any, *, key: str, where: Any = None, **options: Any) -> Any:
         options["config"] = {**options.get("config", {}), "displayModeBar": False}
     return (where or st).plotly_chart(presented(upright_axis_titles(fig)), key=key, **options)
 
+
+def model_batch(checkpoint: Any, sentences: tuple[str, ...]) -> SentenceBatch:
+    """``sentences`` tokenised and padded as ``checkpoint`` reads them (its own tokenizers), through the
+    cache; without a model, as the default alphabet does."""
+    if checkpoint is None:
+        return computed(fallback_batch, sentences)
+    return computed(batch_of, sentences, model=checkpoint)
