@@ -14,6 +14,7 @@ import math
 import random
 import threading
 import time
+import weakref
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Callable
 
@@ -27,6 +28,7 @@ from model.config import FFN_KINDS, NORM_KINDS, POSITION_KINDS, VARIANT_KINDS, v
 from model.device import pick_device
 from model.layers import dropout_generator
 from model.loss import label_smoothed_cross_entropy
+from model.memory import trim
 from model.run_slots import RunSlots
 from model.schedule import noam_lr, noam_scheduler
 from model.tasks import TASK_NAMES, Task, batch_from_pairs, make_task
@@ -361,6 +363,7 @@ class TrainingRun:
         self.probe_tgt_tokens = self.target_tokenizer.token_strings(
             self.target_tokenizer.encode(self._probe[1], add_bos=True))
         self.num_params = self.model.num_params()
+        weakref.finalize(self, trim)  # when a session that kept this run ends, its memory goes back to the OS
         self._callbacks: dict[str, list[Callable[[TrainingRun], None]]] = {event: [] for event in EVENTS}
         # Re-entrant: the command line's Ctrl-C handler calls stop() in the thread that trains, maybe inside a step's lock.
         self._lock = threading.RLock()
@@ -503,7 +506,17 @@ class TrainingRun:
             self._set_state("failed", _describe(exc))
         finally:
             self._give_slot_back()
+            self._drop_training_state()
         return self.snapshot()
+
+    def _drop_training_state(self) -> None:
+        """A run that has ended never steps again: free its gradients and the optimizer's moments (the
+        model, curves and samples stay), and give the step's freed activations back to the OS."""
+        with self._lock:
+            for parameter in self.model.parameters():
+                parameter.grad = None
+            self.optimizer.state.clear()
+        trim()
 
     # -- the background thread ----------------------------------------------------------------
     def start(self) -> None:

@@ -88,6 +88,38 @@ def test_two_runs_are_isolated():
     assert b.snapshot().step == 0
 
 
+def test_a_run_that_ended_keeps_its_model_and_curves_but_not_what_only_training_needs(monkeypatch):
+    """#33 item 7: gradients and the optimizer's moments are freed, and freed memory goes back to the OS."""
+    import gc
+
+    import model.training as training
+
+    trims = []
+    monkeypatch.setattr(training, "trim", lambda *a, **k: trims.append(1) or True)
+    run = TrainingRun(TrainingConfig(max_steps=5, **FAST), device="cpu")
+    weights = {k: v.clone() for k, v in run.model.state_dict().items()}
+    snap = run.train_until_done()
+    assert snap.step == 5 and len(snap.losses) == 5 and snap.state == "finished"
+    assert all(p.grad is None for p in run.model.parameters()) and not run.optimizer.state
+    assert any(not torch.equal(weights[k], v) for k, v in run.model.state_dict().items())  # it did train
+    assert run.checkpoint_bytes() and trims == [1]
+    del run
+    gc.collect()
+    assert trims == [1, 1]  # and once more when the run itself is freed (its session over)
+
+
+def test_trim_gives_memory_back_where_the_allocator_can():
+    import ctypes.util
+    import platform
+
+    from model.memory import trim
+
+    can = trim(collect=True)
+    assert isinstance(can, bool)
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert can and ctypes.util.find_library("c")
+
+
 @pytest.mark.slow
 def test_training_learns_the_tiny_copy_task():
     cfg = TrainingConfig(task="copy", task_max_len=4, task_alphabet="abc", preset="tiny", batch_size=32,
