@@ -195,6 +195,7 @@ class Record:
     kind: str  # open / widget / link / nav / click / auto
     page: str
     ms: float
+    key: str = ""  # the widget changed, for widget and click reruns
 
 
 @dataclass
@@ -239,6 +240,7 @@ class Session:
         self._cache_max_age = 2  # the server's global.maxCachedMessageAge, read from new_session
         self._run_fragments: tuple[str, ...] = ()
         self.cache_hits = 0  # references the server sent instead of a message
+        self._changing = ""  # the user key of the widget the rerun in flight changes
 
     # -- connection ------------------------------------------------------------------------------
     def connect(self) -> "Session":
@@ -407,6 +409,7 @@ class Session:
         With ``wait=False`` the request is only sent (for a tab that goes away at once); returns 0.
         """
         self._settle(self.request_timeout)
+        self._changing = next((k for k, w in self.widgets.items() if extra is not None and w.id == extra.id), "")
         if extra is not None and extra.WhichOneof("value") != "trigger_value":
             self.states[extra.id] = extra
             bound = next((w for w in self.widgets.values() if w.id == extra.id), None)
@@ -452,7 +455,7 @@ class Session:
         ms = (time.perf_counter() - start) * 1e3
         if self._finished == COMPILE_ERROR:
             self._error(f"{kind} rerun on {self.current_path!r} ended with a compile error")
-        self.records.append(Record(kind, self.current_path, ms))
+        self.records.append(Record(kind, self.current_path, ms, self._changing))
         return ms
 
     def open(self, path: str = "", query: str = "") -> float:
@@ -636,9 +639,40 @@ def _ms(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
 
+# --random-controls: what a visitor may click at random. Not: the training page's buttons (only the trainers
+# train), downloads, uploads, the exercises' Check / Use mine (learners' code has its own benchmark,
+# bench/learners.py), or the cost page's Measure (a queued measurement of its own, #33 item 5).
+NOT_CLICKED = re.compile(r"^(training\.|.*download|.*upload|.*exercise|.*check|.*use_mine|attention_cost\.measure)")
+CLICKABLE = frozenset({"button", "radio", "selectbox", "button_group", "checkbox", "slider", "number_input",
+                       "text_input", "text_area"})  # what another_value can change
+SENTENCES = {  # typed into a text box, in the language the default model reads
+    "en": ("the cat sat on the mat .", "i like green tea .", "my brother reads a book .", "she is tired .",
+           "the dog was hungry because it did not eat ."),
+    "zh": ("猫坐在垫子上。", "我喜欢绿茶。", "我的哥哥在看书。", "她累了。", "狗饿了，因为它没有吃东西。"),
+}
+
+
+def random_controls(session: Session, rng: random.Random, think: tuple[float, float]) -> None:
+    """Change 1 to 3 controls of the current page, picked at random (sentences typed into text boxes)."""
+    for _ in range(rng.randint(1, 3)):
+        keys = sorted(k for k, w in session.widgets.items() if w.type in CLICKABLE and not NOT_CLICKED.match(k)
+                      and not (w.type == "slider" and w.element.type == w.element.SELECT_SLIDER))
+        if not keys:
+            return
+        key = rng.choice(keys)
+        widget = session.widgets[key]
+        if widget.type in ("text_input", "text_area"):
+            lang = "zh" if session.locale.startswith("zh") else "en"
+            session.set_text(key, rng.choice(SENTENCES[lang]))
+        else:
+            session.change(key)
+        session.idle(rng.uniform(*think))
+
+
 def tour(session: Session, order: list[str], rng: random.Random, think: tuple[float, float],
-         rounds: int | None, until: float, start_path: str) -> None:
-    """Walk the tour from ``start_path``: change the page's widget, think, click Next, think; repeat.
+         rounds: int | None, until: float, start_path: str, random_clicks: bool = False) -> None:
+    """Walk the tour from ``start_path``: change the page's widget (``random_clicks``: 1 to 3 random
+    controls), think, click Next, think; repeat.
 
     Stops after ``rounds`` full tours (None: no limit) or at monotonic time ``until``.
     """
@@ -649,11 +683,17 @@ def tour(session: Session, order: list[str], rng: random.Random, think: tuple[fl
         session.idle(rng.uniform(*think))
     done_rounds = 0
     while not session.stop.is_set() and time.monotonic() < until:
-        key = PAGE_WIDGETS.get(path, FALLBACK_WIDGET)
-        session.change(key if key in session.widgets else FALLBACK_WIDGET)
-        session.idle(rng.uniform(*think))
+        if random_clicks:
+            random_controls(session, rng, think)
+        else:
+            key = PAGE_WIDGETS.get(path, FALLBACK_WIDGET)
+            session.change(key if key in session.widgets else FALLBACK_WIDGET)
+            session.idle(rng.uniform(*think))
         i = order.index(path)
-        if i + 1 < len(order):
+        if random_clicks and rng.random() < 0.5:  # random navigation: half the time, any page from the sidebar
+            path = rng.choice([p for p in order if p != path])
+            session.navigate(path)
+        elif i + 1 < len(order):
             path = order[i + 1]
             session.follow_link(path)
         else:
@@ -669,7 +709,7 @@ def run_load(url: str | None = None, pid: int | None = None, *, sessions: int = 
              duration: float | None = None, trainers: int = 2, train_steps: int = 100,
              think: tuple[float, float] = (3.0, 8.0), ramp: float = 15.0, timeout: float = 900.0,
              request_timeout: float = REQUEST_TIMEOUT_S, seed: int = 0, settle: float = 5.0,
-             log: Callable[[str], None] = print) -> dict:
+             random_clicks: bool = False, log: Callable[[str], None] = print) -> dict:
     """Drive ``sessions`` visitors against ``url`` (or a server started here); return the report.
 
     ``pid`` is the server's process id (for RSS); a server started here knows its own. Stops after
@@ -688,7 +728,8 @@ def run_load(url: str | None = None, pid: int | None = None, *, sessions: int = 
     try:
         return _run_load(url, pid, sessions=sessions, rounds=rounds, duration=duration, trainers=trainers,
                          train_steps=train_steps, think=think, ramp=ramp, timeout=timeout,
-                         request_timeout=request_timeout, seed=seed, settle=settle, log=log)
+                         request_timeout=request_timeout, seed=seed, settle=settle, random_clicks=random_clicks,
+                         log=log)
     finally:
         if own is not None:
             stop_server(own[0])
@@ -712,7 +753,8 @@ def warm_up(url: str, request_timeout: float) -> list[str]:
 
 def _run_load(url: str, pid: int | None, *, sessions: int, rounds: int | None, duration: float | None,
               trainers: int, train_steps: int, think: tuple[float, float], ramp: float, timeout: float,
-              request_timeout: float, seed: int, settle: float, log: Callable[[str], None]) -> dict:
+              request_timeout: float, seed: int, settle: float, log: Callable[[str], None],
+              random_clicks: bool = False) -> dict:
     t_start = time.monotonic()
     hard_end = t_start + timeout
     rss_start = rss_bytes(pid) if pid else None
@@ -753,11 +795,11 @@ def _run_load(url: str, pid: int | None, *, sessions: int, rounds: int | None, d
                 training[s.name] = {"state": s.run_stats[0] if s.run_stats else None,
                                     "step": s.run_stats[1] if s.run_stats else None,
                                     "wall_s": round(time.monotonic() - started, 1)}
-                tour(s, order, rng, think, rounds, until, TRAINING_PATH)
+                tour(s, order, rng, think, rounds, until, TRAINING_PATH, random_clicks)
             else:
                 s.open("", "")
                 s.idle(rng.uniform(*think))
-                tour(s, order, rng, think, rounds, until, order[0])
+                tour(s, order, rng, think, rounds, until, order[0], random_clicks)
         except SessionError as exc:
             if not stop.is_set():
                 s.errors.append(f"{s.name}: {exc}")
@@ -816,6 +858,13 @@ def _run_load(url: str, pid: int | None, *, sessions: int, rounds: int | None, d
         if values:
             by_page[path or "home"] = {"n": len(values), "p50_ms": _ms(percentile(values, 50)),
                                        "p95_ms": _ms(percentile(values, 95))}
+    by_control: dict[tuple[str, str], list[float]] = {}
+    for r in records:
+        if r.kind in ("widget", "click") and r.key:
+            by_control.setdefault((r.page or "home", r.key), []).append(r.ms)
+    slowest = sorted(({"page": page, "control": key, "n": len(v), "p95_ms": _ms(percentile(v, 95)),
+                       "max_ms": _ms(max(v))} for (page, key), v in by_control.items()),
+                     key=lambda row: -row["p95_ms"])[:15]
     pages_visited = {s.name: len(s.visited & set(order)) for s in visitors}
     p95 = percentile(user, 95)
     report = {
@@ -832,7 +881,8 @@ def _run_load(url: str, pid: int | None, *, sessions: int, rounds: int | None, d
         "rss_after_mb": _mb(rss_after),
         "server_cpu_s": round(cpu_after - cpu_before, 1) if pid else None, "client_cpu_s": round(client_cpu, 1),
         "loadavg_before": [round(x, 2) for x in load_before], "loadavg_after": [round(x, 2) for x in load_after],
-        "cpus": os.cpu_count(), "by_kind": by_kind, "by_page": by_page,
+        "cpus": os.cpu_count(), "by_kind": by_kind, "by_page": by_page, "random_controls": random_clicks,
+        "slowest_controls": slowest,
         "target_p95_ms": TARGET_P95_MS,
         "ok": not errors and p95 is not None and p95 < TARGET_P95_MS,
     }
@@ -866,6 +916,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--url", default=None, help="a running server on 127.0.0.1 (default: start one here)")
     p.add_argument("--pid", type=int, default=None, help="with --url: the server's process id, for its RSS")
     p.add_argument("--seed", type=int, default=0, help="seed of the think times (default 0)")
+    p.add_argument("--random-controls", action="store_true",
+                   help="on every page change 1 to 3 controls picked at random (text boxes get typed sentences) "
+                        "instead of the page's one view widget")
     args = p.parse_args(argv)
     if args.rounds is None and args.duration is None:
         args.rounds = 1
@@ -882,7 +935,7 @@ def main(argv: list[str] | None = None) -> int:
     report = run_load(args.url, args.pid, sessions=args.sessions, rounds=args.rounds, duration=args.duration,
                       trainers=args.trainers, train_steps=args.train_steps, think=tuple(args.think), ramp=args.ramp,
                       timeout=args.timeout, request_timeout=args.request_timeout, seed=args.seed,
-                      log=lambda line: print(line, flush=True))
+                      random_clicks=args.random_controls, log=lambda line: print(line, flush=True))
     for kind, row in report["by_kind"].items():
         print(f"{kind:<7} n={row['n']:<5} p50 {row['p50_ms']:8.1f} ms   p95 {row['p95_ms']:8.1f} ms"
               f"   max {row['max_ms']:8.1f} ms", flush=True)

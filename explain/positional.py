@@ -172,7 +172,9 @@ def order_blindness(ckpt: Checkpoint, sentence: str, seed: int, use_pe: bool) ->
     word_level = getattr(tok, "unit", "char") == "word"
     text = " ".join(split_words(sentence) if word_level else sentence.split())
     shuffled, order = word_shuffle(text, seed)
-    if word_level:  # one token a word: the permutation of the words, read off where each word's first letter went
+    if word_level and len(text.split()) < 2:  # one word (or a text with no spaces the model reads as one): its
+        shuffled, order = text, list(range(len(text.split())))  # letters shuffled would be another, unknown word
+    elif word_level:  # one token a word: the permutation of the words, read off where each word's first letter went
         starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == " "]
         order = [starts.index(order[j]) for j in [0] + [i + 1 for i, ch in enumerate(shuffled) if ch == " "]]
     ids, shuffled_ids = tok.encode(text), tok.encode(shuffled)

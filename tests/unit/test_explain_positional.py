@@ -138,3 +138,18 @@ def test_rope_circle_keeps_the_length_and_turns_by_theta():
     np.testing.assert_allclose(radii, radii[0], rtol=1e-5)
     angles = np.unwrap(np.arctan2(points[:, 1], points[:, 0]))
     np.testing.assert_allclose(np.diff(angles), 1.0, atol=1e-4)  # theta_0 = base^0 = 1 radian
+
+
+@pytest.mark.parametrize("sentence", ["猫坐在垫子上。", "hello", "狗饿了，因为它没有吃东西。"])
+def test_a_word_model_given_one_word_shuffles_nothing(sentence):
+    """A word model reads a text without spaces (Chinese typed into the en-zh model) as one word: there is no
+    order to shuffle, so the three maps are the same sentence (found by bench/load.py --random-controls)."""
+    from tests.app.test_crafted_checkpoints import en_zh_words_as
+    from model.checkpoint import load_checkpoint
+
+    words = load_checkpoint(en_zh_words_as("en-zh"), map_location="cpu")
+    result = pv.order_blindness(words, sentence, 0, True)
+    assert result.shuffled_tokens == result.tokens
+    for seed in range(4):  # and a sentence of several words still shuffles its words
+        several = pv.order_blindness(words, "the cat sat on the mat .", seed, True)
+        assert sorted(several.shuffled_tokens) == sorted(several.tokens) and len(several.tokens) == 7
