@@ -18,6 +18,7 @@ BENCH = ROOT / "bench"
 LIBRARIES = {"__init__.py", "server.py"}  # imported by the scripts, not run
 QUICK: dict[str, list[str]] = {  # script -> the arguments of a smoke run (seconds, not minutes)
     "attention_view.py": ["--calls", "2", "--models", "copy"],
+    "bleu_storm.py": ["--bleu", "2", "--others", "1", "--quiet", "2", "--think", "0.2", "0.4"],
     "decode_cache.py": ["--quick"],
     "felt_latency.py": ["--only", "home:language", "--flips", "1"],
     "forward.py": ["--calls", "20"],  # 20 blocks of calls // 20
@@ -74,3 +75,15 @@ def test_the_training_page_benchmark_survives_its_warm_up_wait():
     assert summary["steps"] == 20
     assert summary["ui_steps_per_s"] > 0 and summary["headless_steps_per_s"] > 0
     assert summary["ratio"] > 0
+
+
+@pytest.mark.xdist_group("bench-load.py")
+def test_a_class_clicking_random_controls_runs_and_names_its_slowest_controls(monkeypatch):
+    """``load.py --random-controls`` (#33 item 4): 1 to 3 random controls a page, typed sentences, random pages."""
+    monkeypatch.setitem(QUICK, "load.py", ["--sessions", "2", "--duration", "20", "--think", "0.1", "0.3", "--ramp",
+                                           "0.5", "--trainers", "0", "--random-controls", "--timeout", "300"])
+    summary = run_script("load.py")
+    assert summary["random_controls"] is True and summary["errors"] == 0, summary["error_samples"]
+    assert summary["slowest_controls"] and all(row["n"] >= 1 for row in summary["slowest_controls"])
+    assert sum(summary["by_kind"].get(kind, {"n": 0})["n"] for kind in ("widget", "click")) >= 4
+
