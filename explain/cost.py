@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from explain.turns import Turns
 from model.config import TransformerConfig
 from model.transformer import ForwardOptions, Transformer
 
@@ -237,9 +238,13 @@ def _measure(config: TransformerConfig, torch_device: torch.device, lengths: tup
 # ------------------------------------------------------------------ one at a time, in turn, kept for everyone
 
 WAIT_TICK_S = 0.25  # a waiting visitor hears their place this often (and their script can be stopped between)
-_TURNS = threading.Condition()  # guards _QUEUE and _RESULTS
-_QUEUE: list[object] = []  # one ticket per caller, in arrival order; the first one measures
+_LINE = Turns(1)  # one measurement at a time in the process, so each is timed alone
+_RESULTS_LOCK = threading.Lock()
 _RESULTS: dict[tuple[TransformerConfig, str], CostMeasurement] = {}
+
+
+class _MeasuredMeanwhile(Exception):
+    """A waiting caller's size was measured by someone ahead of it: it leaves the line with that result."""
 
 
 def _key(config: TransformerConfig, device: str) -> tuple[TransformerConfig, str]:
@@ -250,14 +255,13 @@ def _key(config: TransformerConfig, device: str) -> tuple[TransformerConfig, str
 
 def cached_cost(config: TransformerConfig, device: str = "cpu") -> CostMeasurement | None:
     """The measurement already made in this process for ``config``'s sizes on ``device``, or None."""
-    with _TURNS:
+    with _RESULTS_LOCK:
         return _RESULTS.get(_key(config, device))
 
 
 def is_measuring() -> bool:
     """True while some visitor's measurement is running (or waiting) in this process."""
-    with _TURNS:
-        return bool(_QUEUE)
+    return len(_LINE) > 0
 
 
 def measure_once(config: TransformerConfig, device: str = "cpu", *,
@@ -267,40 +271,35 @@ def measure_once(config: TransformerConfig, device: str = "cpu", *,
 
     A caller behind others is told its place every :data:`WAIT_TICK_S` (``on_wait(n)``: n measurements
     are ahead of it), never blocks longer than that, and leaves the line if ``on_wait`` or ``on_progress``
-    raises (a Streamlit script stopped by a rerun or a closed tab does, from its next ``st`` call). When its
-    turn comes, a result of the same size made meanwhile is returned without measuring again.
+    raises (a Streamlit script stopped by a rerun or a closed tab does, from its next ``st`` call). A result
+    of the same size made meanwhile is returned at once, without measuring again.
     ``limits``: the keyword budgets of :func:`measure_cost`.
     """
-    key, ticket = _key(config, device), object()
-    with _TURNS:
-        done = _RESULTS.get(key)
-        if done is not None:
-            return done
-        _QUEUE.append(ticket)
+    key = _key(config, device)
+    done = cached_cost(config, device)
+    if done is not None:
+        return done
+
+    def waiting(ahead: int) -> None:
+        if cached_cost(config, device) is not None:
+            raise _MeasuredMeanwhile
+        if on_wait is not None:
+            on_wait(ahead)
+
     try:
-        while True:
-            with _TURNS:
-                done = _RESULTS.get(key)
-                if done is not None:
-                    return done
-                ahead = _QUEUE.index(ticket)
-                if ahead == 0:
-                    break
-                _TURNS.wait(WAIT_TICK_S)
-                ahead = _QUEUE.index(ticket)
-            if ahead and on_wait is not None:
-                on_wait(ahead)
-        result = measure_cost(config, device, on_progress=on_progress, **limits)
-        with _TURNS:
-            _RESULTS[key] = result
-        return result
-    finally:
-        with _TURNS:
-            _QUEUE.remove(ticket)
-            _TURNS.notify_all()
+        with _LINE.turn(on_wait=waiting, tick=WAIT_TICK_S):
+            done = cached_cost(config, device)
+            if done is not None:
+                return done
+            result = measure_cost(config, device, on_progress=on_progress, **limits)
+            with _RESULTS_LOCK:
+                _RESULTS[key] = result
+            return result
+    except _MeasuredMeanwhile:
+        return cached_cost(config, device)
 
 
 def forget_measurements() -> None:
     """Drop every kept measurement (tests)."""
-    with _TURNS:
+    with _RESULTS_LOCK:
         _RESULTS.clear()

@@ -109,14 +109,9 @@ def test_a_visitor_who_presses_during_someone_elses_measurement_waits_and_is_tol
     held = threading.Event()
 
     def someone_else() -> None:  # holds the first place in line for a second, as a measurement would
-        ticket = object()
-        with cost._TURNS:
-            cost._QUEUE.append(ticket)
-        held.set()
-        time.sleep(1.0)
-        with cost._TURNS:
-            cost._QUEUE.remove(ticket)
-            cost._TURNS.notify_all()
+        with cost._LINE.turn():
+            held.set()
+            time.sleep(1.0)
 
     waited = []
     real = cost.measure_once
