@@ -42,6 +42,7 @@ SHIPPED_TASKS: tuple[str, ...] = ("en-zh", "zh-en", "copy", "reverse", "sort", "
 LANGUAGE_DEFAULTS: dict[str, str] = {"en": "en-zh", "zh": "zh-en"}  # the model a visitor starts on, by UI language
 MODEL_STATE_KEY = "model"  # session_state key the sidebar's model widget owns
 _SESSION_MODELS_KEY = "_models.session"
+_UPLOADED_KEY = "_models.uploaded"  # names of this session's models that came from a file, not a run here
 MAX_SESSION_MODELS = 4  # models of its own a session keeps (trained or uploaded); a fifth lets the oldest go
 
 _keys: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()  # checkpoint -> cache key
@@ -111,14 +112,14 @@ def is_session_model(name: str) -> bool:
     return name in session_models()
 
 
-def register_session_model(name: str, checkpoint: Any) -> list[str]:
+def register_session_model(name: str, checkpoint: Any, *, uploaded: bool = False) -> list[str]:
     """Make ``checkpoint`` (trained or uploaded on the training page) selectable as ``name`` in this session.
 
     ``name`` must not be a shipped model's name (``ValueError``); registering the same name again
     replaces the earlier model. A session keeps at most :data:`MAX_SESSION_MODELS` models: the
     oldest ones beyond it are let go, and their names returned (oldest first) for the page to say so.
     The training page may then set ``st.session_state["model"] = name`` before the sidebar renders
-    (e.g. from a button callback) to select it.
+    (e.g. from a button callback) to select it. ``uploaded``: it came from a file (the sidebar says so).
     """
     name = name.strip()
     if not name or len(name) > 40:
@@ -129,12 +130,23 @@ def register_session_model(name: str, checkpoint: Any) -> list[str]:
     held = _session_models()
     held.pop(name, None)  # a name registered again becomes the newest
     held[name] = checkpoint
+    files: set[str] = st.session_state.setdefault(_UPLOADED_KEY, set())
+    (files.add if uploaded else files.discard)(name)
     dropped = []
     while len(held) > MAX_SESSION_MODELS:
         oldest = next(iter(held))
         del held[oldest]
+        files.discard(oldest)
         dropped.append(oldest)
     return dropped
+
+
+def is_uploaded_model(name: str) -> bool:
+    """Whether this session's model ``name`` came from an uploaded file (False outside a Streamlit run)."""
+    try:
+        return name in st.session_state.get(_UPLOADED_KEY, ())
+    except Exception:  # outside a Streamlit run there is no session
+        return False
 
 
 def model_key(checkpoint: Any) -> str:

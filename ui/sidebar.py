@@ -114,8 +114,10 @@ def device_label() -> tuple[str, str | None]:
 
 
 def _model_label(name: str, lang: str) -> str:
-    key = "common.model.label_session" if models.is_session_model(name) else "common.model.label_shipped"
-    return translate(key, lang, name=name)
+    if not models.is_session_model(name):
+        return translate("common.model.label_shipped", lang, name=name)
+    kind = "label_uploaded" if models.is_uploaded_model(name) else "label_session"
+    return translate(f"common.model.{kind}", lang, name=name)
 
 
 def render(page_url_path: str = "") -> None:

@@ -46,10 +46,22 @@ def test_the_control_a_good_upload_is_registered_and_selected(app):
 
 
 @pytest.mark.parametrize("lang", LANGS)
+def test_an_uploaded_model_is_labelled_uploaded_not_trained_here(app, lang):
+    at = open_script(app, "app_pages/training.py", {"lang": lang})
+    at.file_uploader(key=UPLOAD_KEY).set_value(("fine.pt", saved(good_payload()), "application/octet-stream"))
+    at = clean(at.run())
+    options = at.sidebar.selectbox(key=models.MODEL_STATE_KEY).options
+    assert translate("common.model.label_uploaded", lang, name="fine") in options
+    assert translate("common.model.label_session", lang, name="fine") not in options
+
+
+@pytest.mark.parametrize("lang", LANGS)
 def test_a_session_keeps_at_most_four_models_and_says_which_it_let_go(app, lang, monkeypatch):
     """One visitor uploading a file under 40 names (#33 item 2): the session keeps the newest four, each upload
     selected, and the page names the one let go, in the visitor's language."""
-    monkeypatch.setattr(models, "is_session_model", lambda shown: shown.startswith("copy") and shown != "copy")
+    uploaded = lambda shown: shown.startswith("copy") and shown != "copy"  # noqa: E731 - labels outside the run
+    monkeypatch.setattr(models, "is_session_model", uploaded)
+    monkeypatch.setattr(models, "is_uploaded_model", uploaded)
     at = open_script(app, "app_pages/training.py", {"lang": lang})
     data = saved(good_payload())
     for n in range(1, 41):

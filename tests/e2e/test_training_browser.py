@@ -243,4 +243,6 @@ def test_finished_run_used_elsewhere_downloaded_and_uploaded(open_tab, wait_for_
     screenshot(p, "training_upload_error_zh")
     upload.set_input_files(str(saved))
     expect(p.get_by_text(re.compile("已加载 reverse-tiny-1"))).to_be_visible()
+    # The same name, now from a file: the sidebar says so (not "trained here").
+    expect(chosen).to_have_value(translate("common.model.label_uploaded", "zh", name="reverse-tiny-1"))
     assert p.locator(EXCEPTION).count() == 0

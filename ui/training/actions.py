@@ -108,7 +108,7 @@ def on_upload() -> None:
         st.session_state[UPLOAD_RESULT_KEY] = ("error", ts.checkpoint_error_key(exc), {})
         return
     name = ts.name_from_upload(uploaded.name)
-    dropped = models.register_session_model(name, ckpt)
+    dropped = models.register_session_model(name, ckpt, uploaded=True)
     st.session_state[models.MODEL_STATE_KEY] = name
     facts = ts.checkpoint_summary(ckpt)
     steps = facts["steps"] if isinstance(facts["steps"], int) else "?"
