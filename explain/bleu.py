@@ -17,7 +17,6 @@ decode whose visitor has gone stops at its next step (``should_stop``).
 from __future__ import annotations
 
 import functools
-import logging
 import math
 import os
 import random
@@ -33,6 +32,7 @@ from explain.turns import Turns
 from model.bleu import TOKENIZE_FOR, corpus_bleu
 from model.checkpoint import Checkpoint
 from model.decoding import StopCheck, decode_bound, greedy_ids
+from model.env import positive_int
 from model.tokenizer import BOS_ID, EOS_ID
 from model.transformer import ForwardOptions
 
@@ -45,7 +45,6 @@ ORDER_COLUMNS = ("n", "matches", "total", "precision", "log_precision")
 NGRAM_COLUMNS = ("ngram", "in_candidate", "in_reference", "clipped")
 MINUS_INFINITY = "−∞"  # log 0, as the order table writes it
 ENV_HEAVY_DECODES = "TP_HEAVY_DECODES"
-_log = logging.getLogger(__name__)
 
 
 # ------------------------------------------------------------------ tokenisation
@@ -120,15 +119,7 @@ def decode_chunk(checkpoint: Checkpoint, seed: int, chunk: int, should_stop: Sto
 
 def heavy_decodes(environ=os.environ) -> int:
     """How many visitors' fresh samples may be decoded at once in the process: ``TP_HEAVY_DECODES``, else 1."""
-    raw = environ.get(ENV_HEAVY_DECODES, "").strip()
-    try:
-        value = int(raw) if raw else 1
-    except ValueError:
-        value = 0
-    if value < 1:
-        _log.warning("%s=%r is not a positive whole number; using 1", ENV_HEAVY_DECODES, raw)
-        return 1
-    return value
+    return positive_int(environ, ENV_HEAVY_DECODES, 1)
 
 
 @functools.cache

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from explain.turns import Turns
+from explain.turns import TICK_S, Turns
 from model.config import TransformerConfig
 from model.transformer import ForwardOptions, Transformer
 
@@ -237,7 +237,7 @@ def _measure(config: TransformerConfig, torch_device: torch.device, lengths: tup
 
 # ------------------------------------------------------------------ one at a time, in turn, kept for everyone
 
-WAIT_TICK_S = 0.25  # a waiting visitor hears their place this often (and their script can be stopped between)
+WAIT_TICK_S = TICK_S  # a waiting visitor hears their place this often (and their script can be stopped between)
 _LINE = Turns(1)  # one measurement at a time in the process, so each is timed alone
 _RESULTS_LOCK = threading.Lock()
 _RESULTS: dict[tuple[TransformerConfig, str], CostMeasurement] = {}
@@ -287,7 +287,7 @@ def measure_once(config: TransformerConfig, device: str = "cpu", *,
             on_wait(ahead)
 
     try:
-        with _LINE.turn(on_wait=waiting, tick=WAIT_TICK_S):
+        with _LINE.turn(on_wait=waiting):
             done = cached_cost(config, device)
             if done is not None:
                 return done

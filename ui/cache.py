@@ -33,7 +33,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-import logging
 import os
 import pickle
 import threading
@@ -45,26 +44,18 @@ from typing import Any, Callable, TypeVar
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
+from model.env import positive_int
 from ui.models import is_session_key, model_key
 
 R = TypeVar("R")
 ENV_MAX_MB = "TP_PAGE_CACHE_MB"
 DEFAULT_MAX_MB = 256
 SESSION_MODEL_SHARE = 4  # a session's model may hold at most 1/4 of the bound
-_log = logging.getLogger(__name__)
 
 
 def max_bytes(environ: Mapping[str, str] = os.environ) -> int:
     """The page cache's bound: ``TP_PAGE_CACHE_MB`` megabytes (a whole number ≥ 1), else 256."""
-    raw = environ.get(ENV_MAX_MB, "").strip()
-    try:
-        mb = int(raw) if raw else DEFAULT_MAX_MB
-    except ValueError:
-        mb = 0
-    if mb < 1:
-        _log.warning("%s=%r is not a positive whole number; using %d", ENV_MAX_MB, raw, DEFAULT_MAX_MB)
-        mb = DEFAULT_MAX_MB
-    return mb * 1024 * 1024
+    return positive_int(environ, ENV_MAX_MB, DEFAULT_MAX_MB) * 1024 * 1024
 
 
 class ByteBoundedCache:
@@ -178,11 +169,6 @@ class ByteBoundedCache:
 _CACHE = ByteBoundedCache(max_bytes())
 _watched: "weakref.WeakSet[Any]" = weakref.WeakSet()  # session models whose freeing empties their views
 _watched_lock = threading.Lock()
-
-
-def page_cache() -> ByteBoundedCache:
-    """The process's one page cache (for tests, benchmarks and the README's figures)."""
-    return _CACHE
 
 
 def clear() -> None:

@@ -42,6 +42,7 @@ import streamlit as st
 
 from model.checkpoint import MESSAGES as CHECKPOINT_MESSAGES
 from model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from model.env import positive_int
 from model.run_slots import RunSlots
 from model.training import RunMetrics, RunSnapshot, RunStatus, TrainingConfig, TrainingRun
 
@@ -63,28 +64,14 @@ _STATE_KEY = "_training.session"
 # ------------------------------------------------------------------ process-wide limits
 
 
-def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        _log.warning("%s=%r is not a positive whole number; using %d", name, raw, default)
-        return default
-    return value
-
-
 def max_concurrent_runs(environ: Mapping[str, str] = os.environ) -> int:
     """How many runs may train at once in this process: ``TP_MAX_TRAINING_RUNS``, else the CPU cores."""
-    return _positive_int(environ, ENV_MAX_RUNS, os.cpu_count() or 1)
+    return positive_int(environ, ENV_MAX_RUNS, os.cpu_count() or 1)
 
 
 def max_run_seconds(environ: Mapping[str, str] = os.environ) -> float:
     """Each run's time cap in seconds of training: ``TP_TRAINING_MAX_SECONDS``, else 300."""
-    return float(_positive_int(environ, ENV_MAX_SECONDS, int(DEFAULT_MAX_SECONDS)))
+    return float(positive_int(environ, ENV_MAX_SECONDS, int(DEFAULT_MAX_SECONDS)))
 
 
 def training_threads(environ: Mapping[str, str] = os.environ) -> int:
@@ -96,7 +83,7 @@ def training_threads(environ: Mapping[str, str] = os.environ) -> int:
     setting is process-wide (torch has one pool), so it also applies to the pages' inference; the
     warm-up (:mod:`ui.warmup`) sets it when the server starts, before any run.
     """
-    return _positive_int(environ, ENV_THREADS, 1)
+    return positive_int(environ, ENV_THREADS, 1)
 
 
 @st.cache_resource(show_spinner=False)
