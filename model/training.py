@@ -490,8 +490,9 @@ class TrainingRun:
         slot (a run without ``slots`` never queues); a failing step ends the run ("failed"), it
         does not kill the caller's thread or process.
         """
+        ending = ("failed", "the training thread ended unexpectedly")
         try:
-            while self._wait_until_it_may_train():
+            while (stopped := self._wait_until_it_may_train()) is None:
                 t0 = time.perf_counter()
                 self.train_step()
                 self._after_step()
@@ -500,13 +501,18 @@ class TrainingRun:
                 self._trigger("on_step_end")
                 reason = self._done_reason()
                 if reason:
-                    self._set_state("finished", reason)
+                    ending = ("finished", reason)
                     break
+            else:
+                ending = ("finished", stopped)
         except Exception as exc:
-            self._set_state("failed", _describe(exc))
+            ending = ("failed", _describe(exc))
         finally:
+            # The ending is published last: a reader who sees "finished" may start the next run at
+            # once, so by then this thread holds no slot and no training state (nor runs anything).
             self._give_slot_back()
             self._drop_training_state()
+            self._set_state(*ending)
         return self.snapshot()
 
     def _drop_training_state(self) -> None:
@@ -558,10 +564,14 @@ class TrainingRun:
 
     @property
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """True from :meth:`start` until the run has ended. The ending is published only after the
+        thread let go of its slot and training state, so a run that is not alive costs nothing; the
+        thread itself may live a moment longer, returning."""
+        with self._lock:
+            return self._thread is not None and self._state not in ("finished", "failed")
 
-    def _wait_until_it_may_train(self) -> bool:
-        """Block until the next step may run (True) or the run was stopped (False, state set).
+    def _wait_until_it_may_train(self) -> str | None:
+        """Block until the next step may run (None) or the run was stopped (why, as the run's reason).
 
         A paused run holds no slot: it gives its slot back (or leaves the queue) and waits; on resume
         it joins the back of the queue and trains on from the same step once it has a slot again.
@@ -577,14 +587,12 @@ class TrainingRun:
                         self._wake.wait(0.25)
             with self._lock:
                 if self._stop_requested:
-                    self._state = "finished"
-                    self._reason = "stopped" if self._had_slot else "stopped before it started"
-                    return False
+                    return "stopped" if self._had_slot else "stopped before it started"
                 if self._pause_requested:
                     continue
                 if self._slots is None or self._holding:
                     self._state, self._had_slot = "running", True
-                    return True
+                    return None
                 self._state = "queued"
             got = self._slots.acquire(self, should_give_up=lambda: self._stop_requested or self._pause_requested)
             with self._lock:

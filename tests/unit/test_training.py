@@ -108,6 +108,36 @@ def test_a_run_that_ended_keeps_its_model_and_curves_but_not_what_only_training_
     assert trims == [1, 1]  # and once more when the run itself is freed (its session over)
 
 
+@pytest.mark.parametrize("ending", ["step cap reached", "stopped"])
+def test_a_run_reads_as_ended_only_once_it_let_go_of_its_slot_and_training_state(monkeypatch, ending):
+    """CI, loaded, saw the page say "finished" while Start stayed disabled: the thread still trimmed memory
+    after publishing the ending. The ending is now published last, and ``alive`` reads the state."""
+    import model.training as training
+
+    cleaning = threading.Event()
+
+    def slow_trim(*args, **kwargs):  # a loaded machine: giving memory back takes a while
+        cleaning.set()
+        time.sleep(0.6)
+        return True
+
+    monkeypatch.setattr(training, "trim", slow_trim)
+    slots = RunSlots(1)
+    run = TrainingRun(TrainingConfig(max_steps=3 if ending == "step cap reached" else 100_000, **FAST),
+                      device="cpu", slots=slots)
+    run.start()
+    if ending == "stopped":
+        assert wait_until(lambda: run.status().step >= 1)
+        run.stop(timeout=0)
+    assert cleaning.wait(30)
+    assert run.alive and run.status().state not in ("finished", "failed")  # still letting go
+    while run.alive:
+        time.sleep(0.005)
+    ended = run.status()  # the first look after alive turned False
+    assert ended.state == "finished" and ended.reason == ending
+    assert slots.running == 0 and all(p.grad is None for p in run.model.parameters()) and not run.optimizer.state
+
+
 def test_trim_gives_memory_back_where_the_allocator_can():
     import ctypes.util
     import platform
