@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import sidebar, tour, upload_cap, warmup
+from ui import prefetch, sidebar, tour, upload_cap, warmup
 from ui.i18n import t
 from ui.page_css import inject_page_css
 from ui.page_errors import one_sentence_on_failure
@@ -23,3 +23,4 @@ with one_sentence_on_failure(current.url_path):  # the deployed config shows no 
     current.run()
 warmup.start_warmup()
 upload_cap.limit_uploads()  # a session holds at most two uploaded files (ui/upload_cap.py)
+prefetch.prefetch_page_code()  # the other pages' browser code, loaded while this one is read (ui/prefetch.py)

@@ -5,7 +5,7 @@ from explain.embeddings import EmbeddingStages, embedding_stages, rms
 from explain.text import LISTED_UNKNOWN, PreparedText, unit_of
 from explain.tokens import SENTENCE_ROWS, SIDES, SentenceBatch, fallback_tokenizer, sentence_frame, side_frames
 from figures.labels import display_token
-from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figures
+from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figure
 from ui.cache import computed
 from ui.code_panel import code_panel
 from ui.i18n import t
@@ -13,6 +13,7 @@ from ui.page_css import formula_row
 from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.url_state import ChoiceParam, bind, markdown_literal
+from ui.viewport import is_narrow
 from ui.widgets import batch_input, model_batch, plot, sentence_picker
 
 SIDE = ChoiceParam("tokens_side", default="source", choices=SIDES)
@@ -63,19 +64,17 @@ def embedding_matrix(stages: EmbeddingStages) -> None:
 
 
 def embedding_steps(stages: EmbeddingStages) -> None:
-    """The four steps from ids to the encoder's input, two by two, each with its typical size."""
+    """The four steps from ids to the encoder's input in one figure (two by two; one above the other on a
+    phone), each titled with its typical size."""
     values = (stages.lookup, stages.scaled, stages.positional, stages.total)
     titles = (t("tokens.embed.stage_lookup"), t("tokens.embed.stage_scaled", scale=f"{stages.scale:.2f}"),
               t("tokens.embed.stage_pe"), t("tokens.embed.stage_total"))
+    notes = [t("tokens.embed.rms", value=f"{rms(v):.3f}") for v in values]
     axis = (t("tokens.embed.x_dim"), t("tokens.embed.y_token"), t("tokens.embed.hover"))
-    figures = stage_figures(stages.tokens, values, titles, axis)
     if stages.position_kind != "sinusoidal":  # RoPE or no positions: nothing is added here (see explain.embeddings)
         st.info(t(f"tokens.embed.no_table_{stages.position_kind}"), icon=":material/info:")
-    for row in ((0, 1), (2, 3)):
-        for column, n in zip(st.columns(2, gap="small"), row):
-            with column:
-                plot(figures[n], key=f"tokens.stage_{n}")
-                st.caption(t("tokens.embed.rms", value=f"{rms(values[n]):.3f}"))
+    plot(stage_figure(stages.tokens, values, titles, notes, axis, columns=1 if is_narrow() else 2),
+         key="tokens.stages")
 
 
 def embedding_section(ckpt, ids: tuple[int, ...]) -> None:

@@ -5,6 +5,7 @@ and carries its kind as a CSS class, so padding is grey, ``<bos>``/``<eos>`` blu
 """
 from __future__ import annotations
 
+import html
 import math
 from typing import Sequence
 
@@ -12,10 +13,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from pandas.io.formats.style import Styler
+from plotly.subplots import make_subplots
 
 from figures.heatmap import heatmap
 from figures.labels import axis_labels, token_label
-from figures.style import DIVERGING
+from figures.style import DIVERGING, PALETTE
 
 ROW_LABELS_MAX = 70  # the most embedding-table rows labelled one by one (11 px a row at the figure's 900 px cap)
 LABEL_PX = 14  # the height a row label needs (10 px text and a gap) before the next one
@@ -52,28 +54,43 @@ def kind_table_html(frame: pd.DataFrame, kinds: np.ndarray, uuid: str) -> str:
     return f'<div style="overflow-x: auto">{styler.to_html()}</div>'
 
 
-def _token_rows(fig: go.Figure, tokens: Sequence[str]) -> go.Figure:
-    """``fig``'s rows labelled with ``tokens``; the hover keeps naming positions (``%{y}``)."""
-    fig.update_yaxes(**axis_labels(tokens))
-    return fig
+STAGE_SPACING_PX = 84  # between two rows of steps: the upper row's tick numbers and the lower row's two-line titles
 
 
-def stage_figures(tokens: Sequence[str], stages: Sequence[np.ndarray], titles: Sequence[str],
-                  axis: tuple[str, str, str]) -> list[go.Figure]:
-    """One heatmap per stage ((T, d) each: lookup, × √d, PE, sum), all on one colour scale.
+def stage_figure(tokens: Sequence[str], stages: Sequence[np.ndarray], titles: Sequence[str],
+                 notes: Sequence[str], axis: tuple[str, str, str], *, columns: int = 2) -> go.Figure:
+    """The steps from ids to the encoder's input ((T, d) each: lookup, × √d, PE, sum) as ONE figure of
+    subplots, ``columns`` across (2 on a wide screen, 1 on a phone), on one colour scale with one bar.
 
-    Tokens run down the side; only the last figure shows the colour bar. ``axis`` is
-    (x title, y title, hover).
+    One chart rather than four: chromium draws four subplots in about half the time of four charts
+    (bench/RESULTS.md, the floor's 4 charts 404 ms vs 4 subplots 213 ms), and the Tokens page is a
+    class's first page. Tokens run down each subplot's side; ``notes`` is a smaller second line
+    under each title (the step's typical size); ``axis`` is (x title, y title, hover).
     """
     x_title, y_title, hover = axis
-    lim = max(float(np.abs(s).max()) for s in stages) or 1.0
-    height = max(240, min(560, 16 * len(tokens) + 130))
-    return [
-        _token_rows(heatmap(values, title=title, x_title=x_title, y_title=y_title, zmin=-lim, zmax=lim,
-                            colorscale=DIVERGING, hover=hover, height=height, show_scale=n == len(stages) - 1),
-                    tokens)
-        for n, (values, title) in enumerate(zip(stages, titles))
-    ]
+    mats = [np.asarray(values, dtype=np.float32) for values in stages]
+    lim = max(float(np.abs(m).max()) if m.size else 0.0 for m in mats) or 1.0
+    rows = math.ceil(len(mats) / columns)
+    each = max(240, min(560, 16 * len(tokens) + 130)) - 50  # a subplot's plot area, as the charts' were
+    height = rows * each + (rows - 1) * STAGE_SPACING_PX + 110
+    labelled = [f"{html.escape(title)}<br><span style='font-size:11px'>{html.escape(note)}</span>"
+                for title, note in zip(titles, notes)]
+    fig = make_subplots(rows=rows, cols=columns, subplot_titles=labelled, horizontal_spacing=0.12 if columns > 1 else 0,
+                        vertical_spacing=STAGE_SPACING_PX / height if rows > 1 else 0)
+    for n, values in enumerate(mats):
+        row, col = n // columns + 1, n % columns + 1
+        fig.add_trace(go.Heatmap(z=values, x=np.arange(values.shape[1]), y=np.arange(values.shape[0]),
+                                 coloraxis="coloraxis", hovertemplate=hover + "<extra></extra>"), row=row, col=col)
+        # One title per axis for the whole grid (the first subplot's y, the bottom row's x): between two
+        # rows an x title would run into the titles below it.
+        fig.update_yaxes(**axis_labels(tokens), autorange="reversed", title=y_title if n == 0 else None,
+                         row=row, col=col)
+        fig.update_xaxes(title=x_title if row == rows else None, row=row, col=col)
+    for note in fig.layout.annotations:  # the subplot titles
+        note.font = dict(size=13)
+    fig.update_layout(coloraxis=dict(colorscale=DIVERGING, cmin=-lim, cmax=lim, colorbar=dict(thickness=12)),
+                      height=height, margin=dict(l=10, r=10, t=60, b=10), colorway=list(PALETTE))
+    return fig
 
 
 def label_groups(rows: Sequence[int], gap: int) -> list[list[int]]:

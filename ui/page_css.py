@@ -22,6 +22,7 @@ PAGE_CSS = f"""
 [data-testid="stApp"] [data-testid="stMarkdownContainer"] .katex-display:has(.allowbreak) > .katex {{
   white-space: normal;
 }}
+.st-key-tp_prefetch {{ display: none; }}
 """
 
 

@@ -29,7 +29,7 @@ def open_tokens(app, **query: str) -> AppTest:
 def tables(at: AppTest) -> list[str]:
     """The HTML of the page's tables: batch tokens, batch ids, the chosen sentence."""
     return [h.proto.body for h in at.get("html") if "tp-code" not in h.proto.body and "tp-steps" not in h.proto.body
-            and not h.proto.body.lstrip().startswith("<style>")]  # the app's CSS (ui/page_css.py)
+            and not h.proto.body.lstrip().startswith(("<style>", "<script>"))]  # the app's CSS, ui/prefetch.py
 
 
 def batch_caption(at: AppTest) -> str:
@@ -59,7 +59,7 @@ def test_default_view_in_both_languages(app, lang):
     assert "&lt;pad&gt;" in tokens and ">0<" in ids.replace(" ", "")
     assert "␣" in tokens
     assert "&lt;bos&gt;" in sentence and "&lt;eos&gt;" in sentence
-    assert len(at.get("plotly_chart")) == 5
+    assert len(at.get("plotly_chart")) == 2  # the embedding table, and the four steps in one figure
     assert at.segmented_control(key="tokens.side").value == "source"
 
 
@@ -90,22 +90,27 @@ def test_choosing_a_sentence(app):
     assert at.query_params["sent"] in ("2", ["2"])
     sentence = tables(at)[2]
     assert ">!<" in sentence and "attention" not in sentence
-    figure = chart(at, "stage_3")
-    assert figure["layout"]["yaxis"]["ticktext"][:4] == ["h", "i", "!", "&lt;pad&gt;"]
+    figure = chart(at, "stages")
+    assert figure["layout"]["yaxis4"]["ticktext"][:4] == ["h", "i", "!", "&lt;pad&gt;"]
 
 
 def test_embedding_stages_add_up_on_one_scale(app):
     at = open_tokens(app, sent="0")
-    lookup, scaled, pe, total = (values(chart(at, f"stage_{n}")["data"][0]["z"]) for n in range(4))
+    steps = chart(at, "stages")
+    lookup, scaled, pe, total = (values(steps["data"][n]["z"]) for n in range(4))
     assert lookup.shape == (25, D_MODEL)
     np.testing.assert_allclose(scaled, lookup * math.sqrt(D_MODEL), rtol=1e-6)
     np.testing.assert_allclose(total, scaled + pe, atol=1e-6)
     np.testing.assert_allclose(pe[2, :8], [0.9093, -0.4161, 0.5911, 0.8066, 0.1987, 0.9801, 0.0632, 0.9980],
                                atol=1e-4)  # PE(p=2) of a 16-dimensional model
     np.testing.assert_array_equal(lookup[2], lookup[3])  # "l", "l": one row of E
-    scales = {(chart(at, f"stage_{n}")["data"][0]["zmin"], chart(at, f"stage_{n}")["data"][0]["zmax"])
-              for n in range(4)}
-    assert len(scales) == 1
+    assert {trace["coloraxis"] for trace in steps["data"]} == {"coloraxis"}  # one scale, one bar
+    assert steps["layout"]["coloraxis"]["cmax"] == pytest.approx(-steps["layout"]["coloraxis"]["cmin"])
+    assert steps["layout"]["coloraxis"]["cmax"] == pytest.approx(max(np.abs(v).max() for v in (lookup, scaled, pe, total)),
+                                                                 rel=1e-5)
+    titles = [note["text"] for note in steps["layout"]["annotations"]]
+    for title, stage in zip(titles, (lookup, scaled, pe, total)):  # each step titled with its typical size
+        assert translate("tokens.embed.rms", "en", value=f"{np.sqrt(np.mean(stage ** 2)):.3f}") in title
     matrix = chart(at, "matrix_chart")
     marked = [t for t in matrix["layout"]["yaxis"]["ticktext"] if t.startswith("▶")]
     assert len(marked) == len(set("hello world")) + 1  # + <pad>
@@ -149,12 +154,12 @@ def test_bad_input_is_explained_and_shown_safely(app, name, lang):
     if name in ("emoji", "chinese", "html"):
         assert cells(tables(at)[0], "unk") > 0
         assert any(w.startswith(translate("common.input.unknown_chars", lang, chars="")[:10]) for w in warnings)
-    assert len(at.get("plotly_chart")) == 5
+    assert len(at.get("plotly_chart")) == 2  # the embedding table, and the four steps in one figure
 
 
 def test_html_text_reaches_the_axes_escaped(app):
     at = open_tokens(app, batch="<s>x</s>")
-    labels = chart(at, "stage_0")["layout"]["yaxis"]["ticktext"]
+    labels = chart(at, "stages")["layout"]["yaxis"]["ticktext"]
     assert labels[:3] == ["&lt;unk&gt;", "s", "&lt;unk&gt;"]
 
 

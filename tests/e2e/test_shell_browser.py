@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.widgets import switch_language
+from ui import prefetch
 from ui.i18n import LANGS, translate
 from ui.tour import TOUR, neighbours
 
@@ -86,6 +87,25 @@ def test_sidebar_navigation_keeps_the_language(page, wait_for_app):
     wait_for_app(p)
     expect(p).to_have_url(re.compile(r"[?&]lang=zh\b"))
     assert_shell(p, "attention", "zh")
+
+
+def test_the_other_pages_code_loads_while_home_is_read(page, wait_for_app):
+    """#35 item 22: the chart, table and formula code the next pages need arrives while Home is read, so the
+    first click to Tokens finds plotly ready; the element that loads it takes no room on the page."""
+    p = page("/?lang=en")
+    assert p.locator(".st-key-tp_prefetch").count() == 1
+    expect(p.locator(".st-key-tp_prefetch")).to_be_hidden()
+    assert p.locator(".js-plotly-plot").count() == 0  # Home draws no chart: plotly comes only from the prefetch
+    p.wait_for_function(f"window.__tpPrefetched === {len(prefetch.chunk_files())}", timeout=60_000)
+    plotly_requests = "performance.getEntriesByType('resource').filter(r => r.name.includes('/PlotlyChart.')).length"
+    assert p.evaluate(plotly_requests) == 1
+    p.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=translate("tokens.title", "en"),
+                                                          exact=True).click()
+    expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(heading("tokens", "en"))
+    wait_for_app(p)
+    p.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2")
+    assert p.evaluate(plotly_requests) == 1  # the page's charts used the module already loaded
+    assert p.locator(EXCEPTION).count() == 0
 
 
 def _home_in_chinese(page, wait_for_app):

@@ -39,7 +39,9 @@ def test_tokens_page(page, wait_for_app, screenshot, lang):
     expect(p.locator('[data-testid="stMain"] h1').first).to_have_text(translate("tokens.title", lang))
     assert p.locator(EXCEPTION).count() == 0
     model = p.get_by_text(translate("common.model.none_available", lang)).count() == 0
-    p.wait_for_function(f"document.querySelectorAll('{PLOT}').length >= {5 if model else 0}")
+    p.wait_for_function(f"document.querySelectorAll('{PLOT}').length >= {2 if model else 0}")
+    if model:  # the four steps: one chart, two by two
+        assert steps_grid(p) == (2, 2)
     expect(p.locator("td.pad").first).to_be_visible()
     expect(p.locator("td.pad").first).to_have_css("background-color", "rgb(228, 229, 233)")  # padding: grey
     screenshot(p, f"tokens_default_{lang}")
@@ -84,10 +86,18 @@ def test_a_long_paste_into_the_batch_box_is_kept_cut_and_said(page, wait_for_app
     screenshot(p, f"tokens_long_paste_{lang}")
 
 
+def steps_grid(p) -> tuple[int, int]:
+    """(columns, rows) of the four-step chart's subplots, as the browser laid them out."""
+    p.wait_for_function(f"document.querySelectorAll('.st-key-tokens-stages {PLOT} .nsewdrag').length == 4")
+    boxes = p.locator(f".st-key-tokens-stages {PLOT} .nsewdrag").evaluate_all(
+        "els => els.map(e => { const r = e.getBoundingClientRect(); return [Math.round(r.x), Math.round(r.y)]; })")
+    return len({x for x, _ in boxes}), len({y for _, y in boxes})
+
+
 def test_tokens_page_on_a_phone(page, screenshot):
-    p = page("/tokens?model=copy&lang=en")
-    p.set_viewport_size({"width": 390, "height": 844})
+    p = page("/tokens?model=copy&lang=en", phone=True)
     expect(p.locator("td.pad").first).to_be_attached()
+    assert steps_grid(p) == (1, 4)  # one above the other, each as wide as the phone
     # A wide batch scrolls inside its own box: the page itself does not get wider than the phone.
     assert p.evaluate("() => document.documentElement.scrollWidth") <= 390
     screenshot(p, "tokens_phone_en")

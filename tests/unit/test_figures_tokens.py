@@ -6,11 +6,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
+from tests.app.apptest_helpers import values
+
 from explain.tokens import SENTENCE_ROWS, sentence_frame, side_frames
 from explain.tokens import sentence_batch
 from figures.labels import VISIBLE_SPACE
 from figures.style import DIVERGING
-from figures.tokens import LABEL_PX, PLOT_MARGIN_PX, ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figures
+from figures.tokens import LABEL_PX, PLOT_MARGIN_PX, ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figure
 from model.tasks import DEFAULT_ALPHABET
 from model.tokenizer import CharTokenizer
 
@@ -50,18 +52,31 @@ def test_sentence_table_marks_specials(tokenizer):
     assert "&lt;bos&gt;" in html and "&lt;eos&gt;" in html
 
 
-def test_stage_figures_share_one_colour_scale():
+@pytest.mark.parametrize("columns, rows", [(2, 2), (1, 4)])
+def test_the_four_steps_are_one_figure_on_one_colour_scale(columns, rows):
     rng = np.random.default_rng(0)
     stages = [rng.standard_normal((3, 8)) * scale for scale in (0.1, 1.0, 0.5, 2.0)]
-    figures = stage_figures(["h", "i", "<pad>"], stages, ("a", "b", "c", "d"), ("x", "y", "%{z}"))
-    traces = [f.to_dict()["data"][0] for f in figures]
-    assert len({(tr["zmin"], tr["zmax"]) for tr in traces}) == 1
-    assert traces[0]["zmax"] == pytest.approx(max(np.abs(s).max() for s in stages), rel=1e-6)
-    assert [tr["showscale"] for tr in traces] == [False, False, False, True]
-    assert traces[0]["colorscale"] == go.Figure(go.Heatmap(colorscale=DIVERGING)).to_dict()["data"][0]["colorscale"]
-    layout = figures[3].to_dict()["layout"]
-    assert layout["yaxis"]["ticktext"] == ["h", "i", "&lt;pad&gt;"] and layout["title"]["text"] == "d"
-    assert "customdata" not in traces[0]  # the hover names positions; the axis names the tokens
+    fig = stage_figure(["h", "i", "<pad>"], stages, ("a", "b<c", "c", "d"), ("n1", "n2", "n3", "n4"),
+                       ("x", "y", "%{z}"), columns=columns).to_dict()
+    traces, layout = fig["data"], fig["layout"]
+    assert len(traces) == 4 and {tr["coloraxis"] for tr in traces} == {"coloraxis"}
+    assert layout["coloraxis"]["cmax"] == pytest.approx(max(np.abs(s).max() for s in stages), rel=1e-6)
+    assert layout["coloraxis"]["cmin"] == -layout["coloraxis"]["cmax"]
+    assert layout["coloraxis"]["colorscale"] == go.Figure(go.Heatmap(colorscale=DIVERGING)).to_dict()["data"][0]["colorscale"]
+    for n, trace in enumerate(traces):  # each step's values, as float32, in its own subplot
+        np.testing.assert_allclose(values(trace["z"]), stages[n].astype(np.float32))
+        axis = "yaxis" if n == 0 else f"yaxis{n + 1}"
+        assert layout[axis]["ticktext"] == ["h", "i", "&lt;pad&gt;"] and layout[axis]["autorange"] == "reversed"
+    # laid out ``columns`` across: the subplots' domains give the grid
+    xs = {tuple(layout["xaxis" if n == 0 else f"xaxis{n + 1}"]["domain"]) for n in range(4)}
+    ys = {tuple(layout["yaxis" if n == 0 else f"yaxis{n + 1}"]["domain"]) for n in range(4)}
+    assert (len(xs), len(ys)) == (columns, rows)
+    x_titled = [n for n in range(4) if layout["xaxis" if n == 0 else f"xaxis{n + 1}"].get("title", {}).get("text")]
+    y_titled = [n for n in range(4) if layout["yaxis" if n == 0 else f"yaxis{n + 1}"].get("title", {}).get("text")]
+    assert x_titled == list(range(4 - columns, 4)) and y_titled == [0]  # no title between two rows
+    titles = [note["text"] for note in layout["annotations"]]
+    assert titles[1].startswith("b&lt;c<br>") and "n2" in titles[1]  # escaped, the note on a line of its own
+    assert "customdata" not in traces[0]  # the hover names positions; the axes name the tokens
 
 
 def test_matrix_figure_marks_the_rows_used():
