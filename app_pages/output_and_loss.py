@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explain.output import (SEED_CE_LOGITS, SEED_CE_TARGET, SEED_SOFTMAX_INPUT, TOP_K, OutputView, distribution,
+from explain.output import (SCORE_LIMIT, SCORES_DEFAULT, SCORES_MAX, SEED_CE_LOGITS, SEED_CE_TARGET,
+                            SEED_SOFTMAX_INPUT, TOP_K, OutputView, distribution, parse_scores, softmax_vs_ratio,
                             distribution_table, loss_by_right_probability, mean_loss, output_view, perplexity,
                             position_losses, positions_table, predicted_ids, seed_cross_entropy, seed_softmax,
                             smoothed_floor, spread_over, target_probs, target_rows, targets_table, temperature_sweep)
@@ -29,6 +30,8 @@ SECTIONS = ("logits", "seed", "loss", "smoothing")
 SECTION = ChoiceParam("output_and_loss_view", "logits", choices=SECTIONS)
 TEMPERATURE = FloatParam("output_and_loss_temp", 1.0, lo=0.0, hi=5.0, step=0.1)
 EPSILON = FloatParam("output_and_loss_eps", 0.1, lo=0.0, hi=0.5, step=0.05)
+SCORES = TextParam("output_and_loss_scores", SCORES_DEFAULT, max_len=120)
+SHIFT = FloatParam("output_and_loss_shift", 0.0, lo=-10.0, hi=10.0, step=0.5)
 TARGET_CHARS = 200  # the target box keeps this much of any paste (the model then takes what fits)
 TARGET_KEY = "output_and_loss.target"
 POSITION_KEY = "output_and_loss.position"
@@ -163,6 +166,7 @@ def seed_section() -> None:
                                t("output_and_loss.seed.share"): [f"{e:.4f} / {exps.sum():.4f}" for e in exps],
                                "softmax": [f"{p:.4f}" for p in probs]}), hide_index=True)
     st.caption(t("output_and_loss.seed.softmax_caption", values=", ".join(f"{p:.4f}" for p in probs)))
+    why_softmax()
     st.subheader(t("output_and_loss.seed.ce_heading"))
     st.latex(r"\mathcal{L} = -\sum_i y_i \log \hat{y}_i = -\log \hat{y}_{\text{target}}")
     ce = computed(seed_cross_entropy)
@@ -177,6 +181,47 @@ def seed_section() -> None:
     st.code(t("output_and_loss.seed.code", from_logits=repr(ce.from_logits), from_probs=repr(ce.from_probs),
               training=repr(ce.training_loss)), language="python")
     st.caption(t("output_and_loss.seed.ce_caption"))
+
+
+def listed(values) -> str:
+    return "[" + ", ".join(f"{v:.3f}" for v in values) + "]"
+
+
+@fragment
+def why_softmax() -> None:
+    """Typed scores plus a constant c made into probabilities by softmax and by the plain ratio: softmax
+    ignores c, the ratio does not, and breaks on scores that sum to 0 or include negatives."""
+    st.subheader(t("output_and_loss.seed.why.heading"))
+    st.markdown(t("output_and_loss.seed.why.intro"))
+    limit = f"{SCORE_LIMIT:g}"
+    left, right = st.columns([3, 2], vertical_alignment="bottom")
+    text = left.text_input(t("output_and_loss.seed.why.scores_label", max=SCORES_MAX, limit=limit),
+                           key=bind(SCORES, key="output_and_loss.scores"), max_chars=SCORES.max_len,
+                           help=t("output_and_loss.seed.why.scores_help"))
+    shift = right.slider(t("output_and_loss.seed.why.shift_label"), SHIFT.lo, SHIFT.hi, step=SHIFT.step,
+                         key=bind(SHIFT, key="output_and_loss.shift"), help=t("output_and_loss.seed.why.shift_help"))
+    scores, problem = parse_scores(text)
+    if problem is not None:
+        st.error(t(f"output_and_loss.seed.why.error.{problem}", max=SCORES_MAX, limit=limit), icon=":material/error:")
+        return
+    both = computed(softmax_vs_ratio, scores, shift)
+    names = (t("output_and_loss.seed.why.softmax"), t("output_and_loss.seed.why.ratio"))
+    plot(pictures.softmax_vs_ratio([x + both.shift for x in both.scores], both.softmax, both.ratio, names=names,
+                                   title=t("output_and_loss.seed.why.title"), x_title=t("output_and_loss.seed.why.x_axis"),
+                                   y_title=t("output_and_loss.seed.why.y_axis"), hover=t("output_and_loss.seed.why.hover")),
+         key="output_and_loss.why_chart")
+    if both.ratio is None:
+        st.warning(t("output_and_loss.seed.why.zero_sum", softmax=listed(both.softmax)), icon=":material/warning:")
+    elif both.negative:
+        which = ", ".join(f"x{i + 1} + c" for i in both.negative)
+        st.warning(t("output_and_loss.seed.why.negative", ratio=listed(both.ratio), which=which),
+                   icon=":material/warning:")
+    no_ratio = t("output_and_loss.seed.why.no_ratio")
+    st.caption(t("output_and_loss.seed.why.caption", c=f"{both.shift:g}",
+                 at_0=listed(both.ratio_at_0) if both.ratio_at_0 is not None else no_ratio,
+                 now=listed(both.ratio) if both.ratio is not None else no_ratio))
+    csv_download("output_and_loss.download", lambda: both.table().to_csv(index=False), "softmax_vs_ratio.csv",
+                 "output_and_loss.why_csv")
 
 
 # ------------------------------------------------------------------ 3. the sentence's loss and perplexity

@@ -241,6 +241,10 @@ ROWS: list[Row] = [
     pick("Show", "Logits and softmax", "Worked numbers", "/output-and-loss?lang=en", "output:section-seed"),
     pick("Show", "Logits and softmax", "Loss of the sentence", "/output-and-loss?lang=en", "output:section-loss"),
     pick("Show", "Logits and softmax", "Label smoothing", "/output-and-loss?lang=en", "output:section-smoothing"),
+    # "Why e^x, and not just x / Σx?" (#31): typed scores, and the constant's slider
+    Row("output:why-scores", "/output-and-loss?lang=en&output_and_loss_view=seed",
+        text(re.compile("^Scores x"), "-2, 1, 3"), text(re.compile("^Scores x"), "1, 2, 3")),
+    arrows("Constant c added to every score", "/output-and-loss?lang=en&output_and_loss_view=seed", "output:why-shift"),
     arrows("Label smoothing ε", "/output-and-loss?lang=en&output_and_loss_view=smoothing", "output:epsilon"),
     arrows("Position (the token it should write)", "/output-and-loss?lang=en&output_and_loss_view=smoothing",
            "output:smoothing-position"),

@@ -173,6 +173,69 @@ def seed_softmax() -> list[float]:
     return torch.tensor(SEED_SOFTMAX_INPUT).softmax(-1).tolist()
 
 
+SCORES_DEFAULT = "1, 2, 3"
+SCORES_MAX = 8  # numbers the "why softmax" view takes
+SCORE_LIMIT = 50.0  # |score| at most this: e^50 is still a float, and the bars stay readable
+
+
+@dataclass(frozen=True)
+class SoftmaxVsRatio:
+    """Scores x, shifted by a constant c, made into a distribution two ways: softmax and the plain ratio.
+
+    ``ratio`` is (x_i + c) / Σ_j (x_j + c), None where that sum is 0 (a division by zero); ``ratio_at_0``
+    is the same at c = 0. ``softmax`` is softmax(x + c), which equals softmax(x): e^c cancels."""
+    scores: tuple[float, ...]
+    shift: float
+    softmax: tuple[float, ...]
+    softmax_at_0: tuple[float, ...]
+    ratio: tuple[float, ...] | None
+    ratio_at_0: tuple[float, ...] | None
+
+    @property
+    def negative(self) -> tuple[int, ...]:
+        """The positions where the ratio gives a negative "probability"."""
+        return tuple(i for i, r in enumerate(self.ratio or ()) if r < 0)
+
+    def table(self) -> pd.DataFrame:
+        """What the chart shows, for its CSV."""
+        blank = [float("nan")] * len(self.scores)
+        return pd.DataFrame({"x": self.scores, "x + c": [x + self.shift for x in self.scores],
+                             "softmax(x + c)": self.softmax, "(x + c) / sum(x + c)": self.ratio or blank})
+
+
+def parse_scores(text: str) -> tuple[tuple[float, ...] | None, str | None]:
+    """Typed scores ("1, 2, 3"; commas, spaces or semicolons between) and the problem's code, if any:
+    ``empty``, ``not_number`` (also NaN and ∞), ``too_many`` (over :data:`SCORES_MAX`), ``too_large``."""
+    parts = [p for p in text.replace(";", ",").replace("，", ",").replace(",", " ").split() if p]
+    if not parts:
+        return None, "empty"
+    if len(parts) > SCORES_MAX:
+        return None, "too_many"
+    try:
+        values = tuple(float(p.replace("−", "-")) for p in parts)
+    except ValueError:
+        return None, "not_number"
+    if not all(math.isfinite(v) for v in values):
+        return None, "not_number"
+    if any(abs(v) > SCORE_LIMIT for v in values):
+        return None, "too_large"
+    return values, None
+
+
+def _ratio(values: np.ndarray) -> tuple[float, ...] | None:
+    total = float(values.sum())
+    return None if abs(total) < 1e-12 else tuple(float(v) for v in values / total)
+
+
+def softmax_vs_ratio(scores: Sequence[float], shift: float) -> SoftmaxVsRatio:
+    """softmax(x + c) by torch, and the plain ratio, for the scores ``x`` and the constant ``c`` = ``shift``."""
+    x = np.asarray(scores, dtype=np.float64)
+    return SoftmaxVsRatio(
+        scores=tuple(float(v) for v in x), shift=float(shift),
+        softmax=tuple(torch.tensor(x + shift).softmax(-1).tolist()), softmax_at_0=tuple(torch.tensor(x).softmax(-1).tolist()),
+        ratio=_ratio(x + shift), ratio_at_0=_ratio(x))
+
+
 def seed_cross_entropy() -> SeedCrossEntropy:
     """Seed 004's cross-entropy example, from logits (as training does) and from probabilities."""
     logits, target = torch.tensor(SEED_CE_LOGITS), torch.tensor(SEED_CE_TARGET)

@@ -187,3 +187,23 @@ def loss_curve(p: np.ndarray, one_hot_loss: np.ndarray, smoothed_loss: np.ndarra
     fig.update_yaxes(title=y_title, range=[0, top])
     fig.update_layout(margin=dict(l=10, r=10, t=40, b=10), hovermode="x unified")
     return fig
+
+
+def softmax_vs_ratio(shifted: Sequence[float], softmax: Sequence[float], ratio: Sequence[float] | None, *,
+                     names: tuple[str, str], title: str, x_title: str, y_title: str, hover: str) -> go.Figure:
+    """Each score's probability by softmax and by the plain ratio, side by side (no ratio bars where it
+    divides by zero); a ratio below 0 goes below the axis, where no probability can be."""
+    labels = [f"x{i + 1} + c = {value:g}" for i, value in enumerate(shifted)]
+    fig = figure(title=title, height=340)
+    fig.add_bar(x=labels, y=list(softmax), name=names[0], marker_color=PALETTE[0], hovertemplate=hover,
+                text=[bar_value(p) for p in softmax], textposition="outside", cliponaxis=False)
+    if ratio is not None:
+        fig.add_bar(x=labels, y=list(ratio), name=names[1], marker_color=PALETTE[1], hovertemplate=hover,
+                    text=[f"{r:.2f}" for r in ratio], textposition="outside", cliponaxis=False)
+    low = min([0.0, *(ratio or ())])
+    high = max([1.0, *softmax, *(ratio or ())])
+    fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.25), margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_yaxes(title=y_title, range=[low - 0.1 * (high - low) if low < 0 else 0, high * 1.12], zeroline=True,
+                     zerolinecolor="#444", zerolinewidth=1.5)
+    fig.update_xaxes(title=x_title)
+    return fig

@@ -97,7 +97,7 @@ def test_every_section_in_both_languages(app, lang, section):
     assert at.title[0].value == translate("output_and_loss.title", lang)
     assert translate(f"output_and_loss.section_about.{section}", lang) in texts(at.caption)
     assert at.segmented_control(key="output_and_loss.section").value == section
-    expected_charts = {"logits": 3, "seed": 0, "loss": 1, "smoothing": 3}[section]
+    expected_charts = {"logits": 3, "seed": 1, "loss": 1, "smoothing": 3}[section]
     assert len(at.get("plotly_chart")) == expected_charts
     assert not at.exception
 
@@ -108,6 +108,67 @@ def test_the_seed_section_shows_the_seeds_numbers_computed_here(app):
     assert code.count("0.2014133") == 3, code  # from logits, from probabilities, the training loss
     softmax = at.dataframe[0].value
     assert [float(p) for p in softmax["softmax"]] == [0.0900, 0.2447, 0.6652]
+
+
+# ------------------------------------------------------------------ why softmax and not x / Σx (#31)
+
+
+def why_bars(at: AppTest) -> tuple[list[float], list[float] | None]:
+    """(softmax bars, ratio bars or None) of the "why softmax" chart."""
+    bars = chart(at, "output_and_loss.why_chart")["data"]
+    return values(bars[0]["y"]).tolist(), values(bars[1]["y"]).tolist() if len(bars) > 1 else None
+
+
+def warnings_of(at: AppTest) -> list[str]:
+    return [str(w.value) for w in at.warning]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_softmax_ignores_a_constant_the_plain_ratio_does_not(app, lang):
+    at = open_output(app, lang, out_view="seed")
+    assert at.text_input(key="output_and_loss.scores").value == "1, 2, 3"
+    softmax, ratio = why_bars(at)
+    assert softmax == pytest.approx([0.0900, 0.2447, 0.6652], abs=1e-4)
+    assert ratio == pytest.approx([1 / 6, 1 / 3, 1 / 2])
+    clean(at.slider(key="output_and_loss.shift").set_value(10.0).run())
+    assert query(at, "output_and_loss_shift") == "10.0"
+    shifted_softmax, shifted_ratio = why_bars(at)
+    assert shifted_softmax == pytest.approx(softmax, abs=1e-9)  # e^c cancels
+    assert shifted_ratio == pytest.approx([11 / 36, 12 / 36, 13 / 36])  # flattened towards 1/3
+    caption = translate("output_and_loss.seed.why.caption", lang, c="10", at_0="[0.167, 0.333, 0.500]",
+                        now="[0.306, 0.333, 0.361]")
+    assert caption in texts(at.caption)
+    assert not warnings_of(at) and not at.exception
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_scores_that_sum_to_zero_or_go_negative_break_the_ratio_not_softmax(app, lang):
+    at = open_output(app, lang, out_view="seed", output_and_loss_scores="-1, 0, 1")
+    softmax, ratio = why_bars(at)
+    assert ratio is None and sum(softmax) == pytest.approx(1.0)
+    assert warnings_of(at) == [translate("output_and_loss.seed.why.zero_sum", lang, softmax="[0.090, 0.245, 0.665]")]
+    clean(at.text_input(key="output_and_loss.scores").set_value("-2 1 3").run())
+    softmax, ratio = why_bars(at)
+    assert ratio == pytest.approx([-1.0, 0.5, 1.5]) and all(0 < p < 1 for p in softmax)
+    assert warnings_of(at) == [translate("output_and_loss.seed.why.negative", lang, ratio="[-1.000, 0.500, 1.500]",
+                                         which="x1 + c")]
+    clean(at.slider(key="output_and_loss.shift").set_value(3.0).run())  # all positive again: no warning
+    assert not warnings_of(at) and why_bars(at)[1] == pytest.approx([1 / 11, 4 / 11, 6 / 11])
+
+
+@pytest.mark.parametrize("typed, problem", [("", "empty"), ("1, two, 3", "not_number"), ("1 nan", "not_number"),
+                                            ("1 " * 9, "too_many"), ("1e9", "too_large"),
+                                            ("<b>1</b>", "not_number")])
+def test_bad_scores_get_a_sentence_not_a_traceback(app, typed, problem):
+    at = open_output(app, out_view="seed")
+    clean(at.text_input(key="output_and_loss.scores").set_value(typed).run())
+    assert [str(e.value) for e in at.error] == [translate(f"output_and_loss.seed.why.error.{problem}", "en",
+                                                          max=8, limit="50")]
+    assert chart_keys(at) == set() and not at.exception
+
+
+def chart_keys(at: AppTest) -> set[str]:
+    return {c.proto.id for c in at.get("plotly_chart") if "why_chart" in c.proto.id}
 
 
 # ------------------------------------------------------------------ URL values

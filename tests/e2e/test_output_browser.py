@@ -114,3 +114,26 @@ def test_output_bad_url_values_fall_back(page, wait_for_app):
     expect(charts(p, "output_and_loss.logits")).to_have_count(1)
     assert query(p)["output_and_loss_view"] == "logits" and query(p)["output_and_loss_temp"] == "1.0" and query(p)["output_and_loss_pos"] == "0"
     assert p.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_why_softmax_with_typed_scores_and_the_constant(page, wait_for_app, screenshot, lang):
+    """#31: typed scores and the constant c, in the browser; on a phone the chart fits the screen."""
+    p = page(f"/output-and-loss?model=copy&lang={lang}&output_and_loss_view=seed", locale="zh-CN" if lang == "zh" else "en-US")
+    expect(charts(p, "output_and_loss.why_chart")).to_have_count(1)
+    type_into(p, wait_for_app, "output_and_loss.scores", "-1, 0, 1")
+    p.wait_for_url(re.compile(r"[?&]output_and_loss_scores=-1"))
+    expect(p.get_by_text(translate("output_and_loss.seed.why.zero_sum", lang, softmax="[0.090, 0.245, 0.665]"))
+           ).to_be_visible()
+    press(p, wait_for_app, "output_and_loss.shift", "ArrowRight", "output_and_loss_shift", "0.5")
+    expect(p.get_by_text(translate("output_and_loss.seed.why.negative", lang, ratio="[-0.333, 0.333, 1.000]",
+                                   which="x1 + c"))).to_be_visible()
+    widget(p, "output_and_loss.why_chart").scroll_into_view_if_needed()
+    screenshot(p, f"output_why_softmax_{lang}")
+    p.set_viewport_size(PHONE)
+    overflow = overflow_once_settled(p)
+    assert overflow["page"] <= PHONE["width"] + 1 and not overflow["sticking"], overflow
+    box = charts(p, "output_and_loss.why_chart").bounding_box()
+    assert box is not None and box["width"] <= PHONE["width"]
+    screenshot(p, f"output_why_softmax_{lang}_phone")
+    assert p.locator(EXCEPTION).count() == 0

@@ -261,3 +261,40 @@ def test_the_shipped_copy_model_gives_the_right_token_about_1_minus_epsilon():
     assert np.all(probs > 0.8) and np.all(probs < 0.95) and abs(float(probs.mean()) - 0.9) < 0.02
     floor = out.smoothed_floor(view.vocab_size, 0.1, view.pad_id)
     assert floor < out.mean_loss(view, 0.1) < floor + 0.02
+
+
+# ------------------------------------------------------------------ why softmax and not x / Σx (#31)
+
+
+@pytest.mark.parametrize("typed, scores", [("1, 2, 3", (1.0, 2.0, 3.0)), ("-2 1 3", (-2.0, 1.0, 3.0)),
+                                           ("0.5;−1，2e-1", (0.5, -1.0, 0.2)), ("  7  ", (7.0,))])
+def test_typed_scores_are_read_whatever_separates_them(typed, scores):
+    assert out.parse_scores(typed) == (scores, None)
+
+
+@pytest.mark.parametrize("typed, problem", [("", "empty"), (" , ", "empty"), ("1, x", "not_number"),
+                                            ("inf", "not_number"), ("nan 1", "not_number"), ("1 " * 9, "too_many"),
+                                            ("-51", "too_large"), ("1e400", "not_number")])
+def test_bad_scores_are_named_not_raised(typed, problem):
+    assert out.parse_scores(typed) == (None, problem)
+
+
+def test_softmax_ignores_the_constant_and_the_ratio_does_not():
+    at_0, at_10 = out.softmax_vs_ratio((1, 2, 3), 0.0), out.softmax_vs_ratio((1, 2, 3), 10.0)
+    assert at_0.softmax == pytest.approx((0.0900306, 0.2447285, 0.6652410), abs=1e-7)
+    assert at_10.softmax == pytest.approx(at_0.softmax, abs=1e-12) and at_10.softmax_at_0 == at_0.softmax
+    assert at_0.ratio == pytest.approx((1 / 6, 2 / 6, 3 / 6)) and at_10.ratio == pytest.approx((11 / 36, 12 / 36, 13 / 36))
+    assert at_10.ratio_at_0 == at_0.ratio and not at_10.negative
+    table = at_10.table()
+    assert list(table["x + c"]) == [11.0, 12.0, 13.0] and table["softmax(x + c)"].sum() == pytest.approx(1.0)
+
+
+def test_the_ratio_has_no_answer_for_a_zero_sum_and_a_negative_one_below_zero():
+    zero = out.softmax_vs_ratio((-1, 0, 1), 0.0)
+    assert zero.ratio is None and zero.negative == () and sum(zero.softmax) == pytest.approx(1.0)
+    assert zero.table()["(x + c) / sum(x + c)"].isna().all()
+    negative = out.softmax_vs_ratio((-2, 1, 3), 0.0)
+    assert negative.ratio == pytest.approx((-1.0, 0.5, 1.5)) and negative.negative == (0,)
+    assert all(0 < p < 1 for p in negative.softmax)
+    big = out.softmax_vs_ratio((50, -50), 10.0)  # the limits: still finite
+    assert big.softmax == pytest.approx((1.0, 0.0), abs=1e-12) and all(math.isfinite(p) for p in big.softmax)
