@@ -1,22 +1,25 @@
 """Tokens and embeddings: typed sentences → characters → token ids → a padded batch → vectors."""
+import numpy as np
 import streamlit as st
 
-from explain.embeddings import EmbeddingStages, embedding_stages, rms
+from explain.embeddings import (LOOKUP_DIM, LOOKUP_IDS_DEFAULT, LOOKUP_IDS_MAX, LOOKUP_ROWS, EmbeddingStages,
+                                embedding_stages, lookup_is_product, parse_ids, rms)
 from explain.text import LISTED_UNKNOWN, PreparedText, unit_of
 from explain.tokens import SENTENCE_ROWS, SIDES, SentenceBatch, fallback_tokenizer, sentence_frame, side_frames
 from figures.labels import display_token
-from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, stage_figure
+from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, matrix_table_html, stage_figure
 from ui.cache import computed
 from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.page_css import formula_row
 from ui.page_errors import fragment
 from ui.scaffold import page
-from ui.url_state import ChoiceParam, bind, markdown_literal
+from ui.url_state import ChoiceParam, TextParam, bind, markdown_literal
 from ui.viewport import is_narrow
 from ui.widgets import batch_input, model_batch, plot, sentence_picker
 
 SIDE = ChoiceParam("tokens_side", default="source", choices=SIDES)
+LOOKUP_IDS = TextParam("tokens_lookup_ids", LOOKUP_IDS_DEFAULT, max_len=40)
 
 
 @fragment
@@ -96,6 +99,53 @@ def embedding_section(ckpt, ids: tuple[int, ...]) -> None:
                paper_rows=("embed_scale", "shared_embeddings"))
 
 
+@fragment
+def lookup_section(ckpt, tokens: int) -> None:
+    """E[ids] and one_hot(ids) · E for nn.Embedding(5, 3)'s table at seed 42: the same numbers."""
+    st.subheader(t("tokens.lookup.heading"))
+    st.markdown(t("tokens.lookup.intro"))
+    typed = st.text_input(t("tokens.lookup.ids_label", max=LOOKUP_IDS_MAX, last=LOOKUP_ROWS - 1),
+                          key=bind(LOOKUP_IDS, key="tokens.lookup_ids"), max_chars=LOOKUP_IDS.max_len,
+                          help=t("tokens.lookup.ids_help"))
+    ids, problem = parse_ids(typed)
+    if problem is not None:
+        st.error(t(f"tokens.lookup.error.{problem}", max=LOOKUP_IDS_MAX, rows=LOOKUP_ROWS, last=LOOKUP_ROWS - 1),
+                 icon=":material/error:")
+        return
+    shown = computed(lookup_is_product, ids)
+    n, v, d = len(ids), LOOKUP_ROWS, LOOKUP_DIM
+    id_rows = [f"ids[{n}] = {i}" for n, i in enumerate(ids)]  # unique even where an id repeats
+    used = np.isin(np.arange(v), ids)
+    one_hot, times, weight, equals, product = st.columns([2.5, 0.2, 3, 0.2, 3.6], vertical_alignment="center",
+                                                         gap="small")
+    with one_hot:
+        st.caption(t("tokens.lookup.one_hot", n=n, v=v))
+        st.html(matrix_table_html(shown.one_hot, id_rows, [str(j) for j in range(v)], shown.one_hot == 1,
+                                  "lookup_one_hot"))
+    times.markdown("**·**")
+    with weight:
+        st.caption(t("tokens.lookup.weight", v=v, d=d))
+        st.html(matrix_table_html(shown.weight, [str(j) for j in range(v)], [f"d{k}" for k in range(d)],
+                            np.repeat(used[:, None], d, axis=1), "lookup_weight"))
+    equals.markdown("**=**")
+    with product:
+        st.caption(t("tokens.lookup.product", n=n, d=d))
+        st.html(matrix_table_html(shown.product, id_rows, [f"d{k}" for k in range(d)], np.zeros((n, d), bool),
+                            "lookup_product"))
+        st.caption(t("tokens.lookup.lookup", n=n, d=d))
+        st.html(matrix_table_html(shown.lookup, id_rows, [f"d{k}" for k in range(d)], np.zeros((n, d), bool),
+                            "lookup_rows"))
+    zeros = n * (v - 1) * d
+    difference = f"{shown.difference:g}"
+    if ckpt is None:
+        st.caption(t("tokens.lookup.same_no_model", difference=difference, zeros=zeros))
+    else:
+        vocab, d_model = ckpt.model.src_embed.lookup.weight.shape
+        st.caption(t("tokens.lookup.same", difference=difference, zeros=zeros, vocab=vocab, d_model=d_model,
+                     tokens=tokens, copied=tokens * d_model, products=tokens * vocab * d_model))
+    st.code(t("tokens.lookup.code", ids=", ".join(str(i) for i in ids)), language="python")
+
+
 FORMULAS = (formula_row(r"x_p \;=\; E[\,t_p\,]\cdot\sqrt{d_{model}} \;+\; PE(p),", r"E \in \mathbb{R}^{V \times d_{model}}"),)
 
 with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
@@ -120,3 +170,4 @@ with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
                                 "tokens")
         sentence_table(batch, prepared, index, unit_of(tokenizer))
         embedding_section(ckpt, tuple(batch.source[index].ids))
+        lookup_section(ckpt, len(batch.source[index].ids))

@@ -148,6 +148,7 @@ ROWS: list[Row] = [
     Row("tokens:sentence", TOK, select("Sentence", EN_ZH_THIRD), select("Sentence", EN_ZH_FIRST)),
     Row("tokens:batch", TOK, text(re.compile("^Sentences, one per line"), EN_ZH_SHORTER),
         text(re.compile("^Sentences, one per line"), EN_ZH_BATCH)),
+    Row("tokens:lookup-ids", TOK, text(re.compile("^Ids to look up"), "3, 3, 1"), text(re.compile("^Ids to look up"), "0, 2, 4")),
     Row("nav:tokens-masks", TOK, nav("Masks"), nav("Tokens and embeddings")),
     flip(switch("Padding mask"), MASKS, "masks:padding"),
     flip(switch("Look-ahead mask"), MASKS, "masks:look-ahead"),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from explain.text import typed_list
 from model.arrays import to_numpy
 from model.checkpoint import Checkpoint
 
@@ -60,3 +61,56 @@ def embedding_stages(ckpt: Checkpoint, ids: tuple[int, ...]) -> EmbeddingStages:
 def rms(values: np.ndarray) -> float:
     """Root mean square: the typical size of one entry."""
     return float(np.sqrt(np.mean(np.square(values)))) if values.size else 0.0
+
+
+# ------------------------------------------------------------------ a lookup is a product with a one-hot matrix
+
+LOOKUP_ROWS, LOOKUP_DIM, LOOKUP_SEED = 5, 3, 42  # nn.Embedding(5, 3) after torch.manual_seed(42)
+LOOKUP_IDS_DEFAULT = "0, 2, 4"
+LOOKUP_IDS_MAX = 6
+
+
+@dataclass(frozen=True)
+class LookupIsProduct:
+    """``E[ids]`` (what ``nn.Embedding`` does) and ``one_hot(ids) @ E``, for a small table E.
+
+    ``one_hot`` is (n, V), ``weight`` (V, d), ``lookup`` and ``product`` (n, d); ``difference`` is the
+    largest |lookup − product| (0: every product term but one is a multiplication by 0)."""
+    ids: tuple[int, ...]
+    weight: np.ndarray
+    one_hot: np.ndarray
+    lookup: np.ndarray
+    product: np.ndarray
+
+    @property
+    def difference(self) -> float:
+        return float(np.abs(self.lookup - self.product).max()) if self.ids else 0.0
+
+
+def parse_ids(text: str, rows: int = LOOKUP_ROWS) -> tuple[tuple[int, ...] | None, str | None]:
+    """Typed ids ("0, 2, 4") and the problem's code, if any: ``empty``, ``not_int``, ``out_of_range``
+    (not 0 … rows − 1) or ``too_many`` (over :data:`LOOKUP_IDS_MAX`)."""
+    parts = typed_list(text)
+    if not parts:
+        return None, "empty"
+    if len(parts) > LOOKUP_IDS_MAX:
+        return None, "too_many"
+    if not all(p.isascii() and p.lstrip("-").isdigit() and len(p) <= 6 for p in parts):
+        return None, "not_int"
+    ids = tuple(int(p) for p in parts)
+    if any(not 0 <= i < rows for i in ids):
+        return None, "out_of_range"
+    return ids, None
+
+
+@torch.inference_mode()
+def lookup_is_product(ids: tuple[int, ...]) -> LookupIsProduct:
+    """The table ``nn.Embedding(5, 3)`` gets after ``torch.manual_seed(42)`` (drawn from a generator of its
+    own, so the server's global random state is never touched), looked up and multiplied."""
+    generator = torch.Generator().manual_seed(LOOKUP_SEED)
+    weight = torch.empty(LOOKUP_ROWS, LOOKUP_DIM).normal_(generator=generator)  # nn.Embedding's own initialisation
+    embedding = torch.nn.Embedding.from_pretrained(weight)
+    index = torch.tensor(ids, dtype=torch.long)
+    one_hot = torch.nn.functional.one_hot(index, LOOKUP_ROWS).to(weight.dtype)
+    return LookupIsProduct(ids=tuple(ids), weight=weight.numpy().copy(), one_hot=one_hot.numpy().copy(),
+                           lookup=embedding(index).numpy().copy(), product=(one_hot @ weight).numpy().copy())

@@ -16,6 +16,7 @@ import pandas as pd
 import torch
 from torch.nn import functional as F
 
+from explain.text import typed_list
 from explain.tokens import target_tokenizer
 from model.checkpoint import Checkpoint
 from model.loss import label_smoothed_cross_entropy
@@ -206,7 +207,7 @@ class SoftmaxVsRatio:
 def parse_scores(text: str) -> tuple[tuple[float, ...] | None, str | None]:
     """Typed scores ("1, 2, 3"; commas, spaces or semicolons between) and the problem's code, if any:
     ``empty``, ``not_number`` (also NaN and ∞), ``too_many`` (over :data:`SCORES_MAX`), ``too_large``."""
-    parts = [p for p in text.replace(";", ",").replace("，", ",").replace(",", " ").split() if p]
+    parts = typed_list(text)
     if not parts:
         return None, "empty"
     if len(parts) > SCORES_MAX:

@@ -131,3 +131,11 @@ def prepare_sentence(text: str | None, tokenizer, *, max_chars: int = MAX_CHARS,
     """One sentence: the first non-blank line (a notice if more were given)."""
     prepared = prepare_sentences(text, tokenizer, max_lines=1, max_chars=max_chars, end_marks=end_marks)
     return prepared
+
+
+def typed_list(text: str) -> list[str]:
+    """The items of a typed list of numbers: separated by commas, semicolons (also full-width ones, as a
+    Chinese keyboard types them) or spaces; empty items left out."""
+    for separator in (";", "；", "，"):
+        text = text.replace(separator, ",")
+    return text.replace(",", " ").split()

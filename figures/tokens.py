@@ -54,6 +54,17 @@ def kind_table_html(frame: pd.DataFrame, kinds: np.ndarray, uuid: str) -> str:
     return f'<div style="overflow-x: auto">{styler.to_html()}</div>'
 
 
+def matrix_table_html(values: np.ndarray, rows: Sequence[str], columns: Sequence[str], marked: np.ndarray,
+                      uuid: str) -> str:
+    """A small matrix as a table (:func:`kind_table_html`): four decimals, or whole numbers when all are
+    (a one-hot matrix's 1 and 0), the ``marked`` cells (same shape, bool) blue."""
+    values = np.asarray(values, dtype=float)
+    whole = bool(np.all(values == np.round(values)))
+    frame = pd.DataFrame([[f"{v:.0f}" if whole else f"{v:.4f}" for v in row] for row in values], index=list(rows),
+                         columns=list(columns))
+    return kind_table_html(frame, np.where(np.asarray(marked, bool), "special", "char"), uuid)
+
+
 STAGE_SPACING_PX = 84  # between two rows of steps: the upper row's tick numbers and the lower row's two-line titles
 
 

@@ -29,7 +29,14 @@ def open_tokens(app, **query: str) -> AppTest:
 def tables(at: AppTest) -> list[str]:
     """The HTML of the page's tables: batch tokens, batch ids, the chosen sentence."""
     return [h.proto.body for h in at.get("html") if "tp-code" not in h.proto.body and "tp-steps" not in h.proto.body
-            and not h.proto.body.lstrip().startswith(("<style>", "<script>"))]  # the app's CSS, ui/prefetch.py
+            and not h.proto.body.lstrip().startswith(("<style>", "<script>"))  # the app's CSS, ui/prefetch.py
+            and "T_lookup_" not in h.proto.body]  # the lookup-is-a-product example (lookup_tables)
+
+
+def lookup_tables(at: AppTest) -> dict[str, str]:
+    """The lookup example's tables by name: one_hot, weight, product, rows."""
+    return {name: next(h.proto.body for h in at.get("html") if f"T_lookup_{name}" in h.proto.body)
+            for name in ("one_hot", "weight", "product", "rows")}
 
 
 def batch_caption(at: AppTest) -> str:
@@ -168,3 +175,48 @@ def test_without_a_model_the_tokens_still_show(app, monkeypatch, tmp_path):
     at = open_tokens(app)
     assert len(tables(at)) == 3 and not at.get("plotly_chart")
     assert any(i.value == translate("tokens.embed.no_model", "en") for i in at.info)
+
+
+# ------------------------------------------------------------------ a lookup is a product with a one-hot matrix (#31)
+
+NOTES_TABLE = [[0.3367, 0.1288, 0.2345], [0.2303, -1.1229, -0.1863], [2.2082, -0.6380, 0.4617],
+               [0.2674, 0.5349, 0.8094], [1.1103, -1.6898, -0.9890]]  # nn.Embedding(5, 3) after manual_seed(42)
+
+
+def numbers(table_html: str) -> list[list[str]]:
+    """The cells of a table, row by row (the header row and the row labels left out)."""
+    import re
+
+    rows = re.findall(r"<tr>(.*?)</tr>", table_html, flags=re.S)[1:]
+    return [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in rows]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_lookup_is_the_product_with_a_one_hot_matrix(app, lang):
+    at = open_tokens(app, lang=lang)
+    assert at.text_input(key="tokens.lookup_ids").value == "0, 2, 4"
+    found = lookup_tables(at)
+    assert numbers(found["weight"]) == [[f"{v:.4f}" for v in row] for row in NOTES_TABLE]  # torch's own draw
+    assert numbers(found["one_hot"]) == [["1", "0", "0", "0", "0"], ["0", "0", "1", "0", "0"], ["0", "0", "0", "0", "1"]]
+    picked = [[f"{v:.4f}" for v in NOTES_TABLE[i]] for i in (0, 2, 4)]
+    assert numbers(found["product"]) == numbers(found["rows"]) == picked
+    assert found["weight"].count(" special") == 9 and found["one_hot"].count(" special") == 3  # rows 0, 2, 4; the 1s
+    captions = [str(c.value) for c in at.caption]
+    prefix = translate("tokens.lookup.same", lang, difference="§", zeros=36, vocab=0, d_model=0, tokens=0, copied=0,
+                       products=0).split("§")[0]
+    assert any(c.startswith(prefix + "0") and "36" in c for c in captions), captions  # 3 × 4 × 3 zero terms
+    assert any("F.one_hot(ids, 5).float() @ E.weight" in c.value for c in at.code)
+    assert not at.exception
+
+
+def test_typed_ids_repeat_and_bad_ones_get_a_sentence(app):
+    at = open_tokens(app)
+    clean(at.text_input(key="tokens.lookup_ids").set_value("3 3 1").run())
+    assert at.query_params["tokens_lookup_ids"] in ("3 3 1", ["3 3 1"])
+    found = lookup_tables(at)
+    assert numbers(found["product"]) == [[f"{v:.4f}" for v in NOTES_TABLE[i]] for i in (3, 3, 1)]
+    for typed, problem in (("5", "out_of_range"), ("a, 1", "not_int"), ("", "empty"), ("0 " * 7, "too_many"),
+                           ("<b>1</b>", "not_int")):
+        clean(at.text_input(key="tokens.lookup_ids").set_value(typed).run())
+        assert translate(f"tokens.lookup.error.{problem}", "en", max=6, rows=5, last=4) in [str(e.value) for e in at.error]
+        assert "T_lookup_" not in " ".join(h.proto.body for h in at.get("html")) and not at.exception

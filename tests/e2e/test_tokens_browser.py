@@ -101,3 +101,21 @@ def test_tokens_page_on_a_phone(page, screenshot):
     # A wide batch scrolls inside its own box: the page itself does not get wider than the phone.
     assert p.evaluate("() => document.documentElement.scrollWidth") <= 390
     screenshot(p, "tokens_phone_en")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_lookup_is_a_product_typed_ids_and_a_phone(page, wait_for_app, screenshot, lang):
+    """#31: the one-hot example, ids typed in the browser (one repeated); on a phone nothing widens the page."""
+    p = page(f"/tokens?model=copy&lang={lang}", phone=lang == "zh")
+    box = p.locator(".st-key-tokens-lookup_ids input")
+    box.fill("3, 3, 1")
+    box.press("Enter")
+    wait_for_url(p, wait_for_app, "tokens_lookup_ids=3")
+    product = p.locator("table#T_lookup_product")
+    expect(product.locator("tbody tr")).to_have_count(3)
+    expect(product.locator("tbody tr").nth(1)).to_contain_text("0.2674")  # row 3 of nn.Embedding(5, 3) at seed 42
+    expect(p.locator("table#T_lookup_weight td.special")).to_have_count(6)  # rows 1 and 3, marked once each
+    box.scroll_into_view_if_needed()
+    screenshot(p, f"tokens_lookup_{lang}{'_phone' if lang == 'zh' else ''}")
+    assert p.evaluate("() => document.documentElement.scrollWidth") <= p.viewport_size["width"]
+    assert p.locator(EXCEPTION).count() == 0
