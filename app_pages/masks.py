@@ -244,4 +244,7 @@ with page("masks", formulas=FORMULAS, try_this="top") as ckpt:
         st.subheader(t("masks.training.heading"))
         st.markdown(t("masks.training.body"))
         link(stop("training"), t("masks.training.link"), icon=":material/model_training:")
+        with st.container(border=True, key="masks_why_mask"):  # a question a class asks here (#31)
+            st.markdown(f"**{t('masks.training.question')}**")
+            st.markdown(t("masks.training.answer"))
     exercise_panel("masks", use_mine=UseMine.batch(batch, index) if ckpt is not None and prepared.sentences else None)

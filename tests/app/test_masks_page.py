@@ -352,3 +352,14 @@ def test_small_masks_spell_out_true_and_false(app):
     assert trace["customdata"][0][2] == ["a", PAD, "False"]  # the hover names the tokens and the value
     zh = open_masks(app, lang="zh", batch="abc\nab", sent="1")
     assert chart(zh, "matrix_padding")["data"][0]["text"][0][2] == translate("masks.matrices.false", "zh")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_why_a_mask_when_positions_give_the_order_is_asked_and_answered(app, lang):
+    """#31: the question a class asks on this page, answered beside the link to the run without the mask."""
+    at = open_masks(app, lang=lang)
+    shown = [str(m.value) for m in at.markdown]
+    question = f"**{translate('masks.training.question', lang)}**"
+    assert question in shown and translate("masks.training.answer", lang) in shown
+    assert shown.index(question) > shown.index(translate("masks.training.body", lang))  # after the experiment it explains
+    assert not at.exception
