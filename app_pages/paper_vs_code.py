@@ -9,12 +9,14 @@ import streamlit as st
 from explain.paper_vs_code import (DEMO_HEADS, DEMO_KEYS, DEMO_PADS, LAYER_D, ROW_KEYS, TRAINING_DEFAULTS, ModelFacts,
                                    maps_side_by_side, mask_polarity_demo, masked_row_demo, model_facts,
                                    other_token_shares, shared_layer_demo, smoothing_targets)
+from explain.paper_card import of_checkpoint
 from figures.labels import plain_number, readable_number
 from ui.cache import computed
 from ui.exercise_panel import exercise_panel
 from ui.i18n import t
 from ui.nav import link
 from ui.page_errors import fragment
+from ui.paper_card import paper_card
 from ui.scaffold import page
 from ui.tour import stop
 from ui.url_state import ChoiceParam, bind
@@ -178,5 +180,8 @@ def rows(facts: ModelFacts | None) -> None:
 
 
 with page("paper_vs_code") as ckpt:
+    if ckpt is not None:
+        paper_card(computed(of_checkpoint, model=ckpt), caption_key="common.paper_card.caption_model",
+                   key="paper_vs_code_card")
     rows(computed(model_facts, model=ckpt) if ckpt is not None else None)
     exercise_panel("paper_vs_code")

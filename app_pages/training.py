@@ -19,11 +19,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from explain.paper_card import of_planned_run
 from figures.labels import plain_number
 from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.scaffold import page
 from ui.page_errors import fragment
+from ui.paper_card import paper_card
 from ui.training import actions, charts, compare, experiments
 from ui.training import session as ts
 from ui.training import settings as trs
@@ -138,6 +140,8 @@ def planned_schedule() -> None:
     st.slider(t("training.schedule.compare"), trs.COMPARE.lo, trs.COMPARE.hi, key=compare_key,
               help=t("training.schedule.compare_help"))
     code_panel("training", ("noam",), paper_rows=("dropout",))
+    paper_card(of_planned_run(settings.preset, label_smoothing=settings.label_smoothing, warmup=settings.warmup),
+               caption_key="common.paper_card.caption_training", key="training_paper_card")
 
 
 # ------------------------------------------------------------------ buttons

@@ -38,6 +38,7 @@ from model.transformer import ForwardOptions, Transformer
 STATES = ("idle", "queued", "running", "paused", "finished", "failed")
 EVENTS = ("on_step_end",)  # what a callback can be added for (TrainingRun.add_callback)
 LIVE_STATES = ("queued", "running")  # the states that change without anyone clicking
+ADAM_BETAS, ADAM_EPS = (0.9, 0.98), 1e-9  # the paper's Adam (§5.3), for every run
 MODEL_PRESETS = {
     "tiny": dict(d_model=32, n_heads=2, n_layers=1, d_ff=64),
     "small": dict(d_model=64, n_heads=4, n_layers=2, d_ff=256),
@@ -348,7 +349,7 @@ class TrainingRun:
             torch.manual_seed(config.seed)
             self.model = Transformer(self.model_config).to(self.device)
         # fused: one kernel for the whole update (7 ms -> 1.3 ms per step for the small model on CPU)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9, fused=True)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPS, fused=True)
         self.scheduler = noam_scheduler(self.optimizer, self.model_config.d_model, config.warmup, config.factor)
         self._generator = torch.Generator(device=self.device).manual_seed(config.seed)
         self._data_rng = random.Random(config.seed)

@@ -1,0 +1,65 @@
+"""The paper's base model and training recipe beside a model of this app, one setting a row.
+
+The paper's numbers are those of its base model (§3.1–3.3, Table 3) and its training (§5.3 the optimizer and
+the warmup, §5.4 dropout and label smoothing). This app's are read from a checkpoint (its architecture, and
+the training settings its history saved) or from the Training page's planned run; the optimizer's are the
+engine's own constants, the same for every run.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from explain.paper_vs_code import TRAINING_DEFAULTS, trained_setting
+from model.training import ADAM_BETAS, ADAM_EPS, ALL_PRESETS
+
+PAPER_BASE: dict[str, Any] = {
+    "n_layers": 6, "d_model": 512, "n_heads": 8, "d_k": 64, "d_ff": 2048, "dropout": 0.1, "label_smoothing": 0.1,
+    "warmup": 4000, "adam_betas": (0.9, 0.98), "adam_eps": 1e-9,
+}
+SETTINGS = tuple(PAPER_BASE)
+
+
+def ours(*, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float | None,
+         label_smoothing: float | None, warmup: float | None) -> dict[str, Any]:
+    """This app's values for :data:`SETTINGS` (None where the model does not say)."""
+    return {"n_layers": n_layers, "d_model": d_model, "n_heads": n_heads, "d_k": d_model // n_heads, "d_ff": d_ff,
+            "dropout": dropout, "label_smoothing": label_smoothing,
+            "warmup": int(warmup) if warmup is not None else None, "adam_betas": ADAM_BETAS, "adam_eps": ADAM_EPS}
+
+
+def of_checkpoint(ckpt) -> dict[str, Any]:
+    """A loaded model's values: its architecture, and the training settings its history saved (the
+    dropout it was trained with, not the 0 a model in eval mode reads)."""
+    config = ckpt.model.config
+    dropout = trained_setting(ckpt, "dropout")
+    return ours(n_layers=config.n_layers, d_model=config.d_model, n_heads=config.n_heads, d_ff=config.d_ff,
+                dropout=dropout if dropout is not None else config.dropout,
+                label_smoothing=trained_setting(ckpt, "label_smoothing"), warmup=trained_setting(ckpt, "warmup"))
+
+
+def of_planned_run(preset: str, *, label_smoothing: float, warmup: int) -> dict[str, Any]:
+    """The values of a run the Training page would start: its size preset's architecture, the engine's
+    dropout (not a page setting) and the page's label smoothing and warmup."""
+    sizes = ALL_PRESETS[preset]
+    return ours(n_layers=sizes["n_layers"], d_model=sizes["d_model"], n_heads=sizes["n_heads"], d_ff=sizes["d_ff"],
+                dropout=TRAINING_DEFAULTS["dropout"], label_smoothing=label_smoothing, warmup=warmup)
+
+
+def written(value: Any) -> str:
+    """A value as the card writes it: ``(0.9, 0.98)``, ``1e-9``, ``0.1``, ``2,048``; ``–`` for None."""
+    if value is None:
+        return "–"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(written(v) for v in value) + ")"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if value != 0 and abs(value) < 1e-3:
+        mantissa, exponent = f"{value:.0e}".split("e")
+        return f"{mantissa}e{int(exponent)}"
+    return f"{value:g}"
+
+
+def rows(mine: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
+    """(setting, the paper's, this model's, equal?) for every setting."""
+    return [(name, written(PAPER_BASE[name]), written(mine.get(name)), written(PAPER_BASE[name]) == written(mine.get(name)))
+            for name in SETTINGS]
