@@ -2,14 +2,15 @@
 a Transformer needs it at all (order blindness); RoPE as a second kind."""
 import streamlit as st
 
-from explain.positional import (BASES, ROPE_CIRCLE_POSITIONS, ROPE_MAX_POSITIONS, offset_similarity, order_blindness,
+from explain.positional import (BASES, ROPE_CIRCLE_POSITIONS, ROPE_MAX_POSITIONS, binary_digits, offset_similarity,
+                                order_blindness, sine_columns,
                                 pe_table, position_similarity, relative_starts, rope_circle, rope_layouts, rope_scores,
                                 rope_starts, wavelength, worked_example)
 from explain.code import line_with
 from explain.tasks import sentence_example
 from explain.text import prepare_sentence
 from figures.labels import plain_number, readable_number
-from figures.positional import (attention_maps, example_table_html, frequency_figure, offset_figure,
+from figures.positional import (attention_maps, binary_figure, example_table_html, frequency_figure, offset_figure,
                                 rope_circle_figure, rope_lines_figure, rope_matrix_figure, similarity_figure)
 from ui.cache import computed
 from ui.code_panel import code_panel
@@ -86,6 +87,19 @@ def frequency(positions: int, d_model: int, base: float) -> None:
                    t("positional_encoding.table.y_pos"), t("positional_encoding.table.one_turn"))
     plot(frequency_figure(table, pair, wavelength(pair, d_model, base), table_labels, wave_labels),
                     key="positional_encoding.frequency_chart")
+
+
+def binary(positions: int, d_model: int, base: float) -> None:
+    """The positions' binary digits beside the table's sine columns, on one colour scale."""
+    st.subheader(t("positional_encoding.binary.heading"))
+    st.markdown(t("positional_encoding.binary.intro"))
+    titles = (t("positional_encoding.binary.bits_title"), t("positional_encoding.binary.sines_title"))
+    x_titles = (t("positional_encoding.binary.x_bits"), t("positional_encoding.binary.x_sines"))
+    hovers = (t("positional_encoding.binary.hover_bit"), t("positional_encoding.binary.hover_sine"))
+    plot(binary_figure(computed(binary_digits, positions), computed(sine_columns, positions, d_model, base),
+                       titles=titles, x_titles=x_titles, y_title=t("positional_encoding.table.y_pos"), hovers=hovers),
+         key="positional_encoding.binary_chart")
+    st.caption(t("positional_encoding.binary.caption"))
 
 
 def similarity(positions: int, d_model: int, base: float) -> None:
@@ -220,6 +234,7 @@ with page("positional_encoding", formulas=FORMULAS, formula_note=True, try_this=
     code_panel("positional_encoding", ("positional_encoding", "embed"),
                notes=(t("code.panel.buffer", file=buffer.file, line=buffer.number, text=buffer.text),))
 
+    binary(positions, d_model, base)
     similarity(positions, d_model, base)
     worked_example_table()
 

@@ -39,6 +39,19 @@ def pair_columns(pair: int) -> tuple[int, int]:
     return 2 * pair, 2 * pair + 1
 
 
+def binary_digits(positions: int) -> np.ndarray:
+    """(positions, bits) 0/1: the binary digits of 0 … positions − 1, lowest (fastest-flipping) bit first;
+    as many bits as the largest position needs (at least one)."""
+    bits = max(1, int(positions - 1).bit_length())
+    p = np.arange(positions)[:, None]
+    return ((p >> np.arange(bits)[None, :]) & 1).astype(np.int8)
+
+
+def sine_columns(positions: int, d_model: int, base: float) -> np.ndarray:
+    """(positions, d_model / 2): each pair's sine column of the table, fastest pair first."""
+    return pe_table(positions, d_model, base)[:, 0::2]
+
+
 def position_similarity(positions: int, d_model: int, base: float) -> np.ndarray:
     """(positions, positions): PE(p) · PE(q) for every pair of positions of the table."""
     table = pe_table(positions, d_model, base)

@@ -162,3 +162,23 @@ def rope_lines_figure(rope: np.ndarray, additive: np.ndarray, starts: Sequence[i
     fig.update_xaxes(title=x_title)
     fig.update_yaxes(title=y_title)
     return fig
+
+
+def binary_figure(bits: np.ndarray, sines: np.ndarray, *, titles: tuple[str, str], x_titles: tuple[str, str],
+                  y_title: str, hovers: tuple[str, str]) -> go.Figure:
+    """The positions' binary digits (0 blue, 1 red) beside the table's sine columns on the same scale:
+    the fast columns flip like the low bits, the slow ones change like the high bits."""
+    positions = bits.shape[0]
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06, subplot_titles=list(titles),
+                        column_widths=[0.24, 0.76])  # the bits readable on a phone too
+    fig.add_trace(go.Heatmap(z=bits.astype(np.float32) * 2 - 1, customdata=bits, coloraxis="coloraxis",
+                             hovertemplate=hovers[0] + "<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Heatmap(z=sines.astype(np.float32), coloraxis="coloraxis",
+                             hovertemplate=hovers[1] + "<extra></extra>"), row=1, col=2)
+    fig.update_yaxes(title=y_title, autorange="reversed", row=1, col=1)
+    fig.update_yaxes(autorange="reversed", row=1, col=2)
+    fig.update_xaxes(title=x_titles[0], dtick=1, row=1, col=1)
+    fig.update_xaxes(title=x_titles[1], row=1, col=2)
+    fig.update_layout(coloraxis=dict(colorscale=DIVERGING, cmin=-1, cmax=1, showscale=False),
+                      height=max(300, min(620, 8 * positions + 140)), margin=dict(l=10, r=10, t=50, b=10))
+    return fig

@@ -54,7 +54,7 @@ def test_default_view_in_both_languages(app, lang):
     at = open_positional(app, lang=lang)
     assert at.title[0].value == translate("positional_encoding.title", lang)
     assert any(r"\sin" in lat.value for lat in at.latex)
-    assert len(at.get("plotly_chart")) == 3 + 3 + 3  # frequency (table + waves), similarity x2,
+    assert len(at.get("plotly_chart")) == 1 + 3 + 3 + 3  # frequency (table + waves), binary, similarity x2,
     # blind x3, RoPE x3
     assert table_z(at).shape == (50, 64)
     example = [h.proto.body for h in at.get("html") if "tp-code" not in h.proto.body][0]  # not a code panel
@@ -82,7 +82,7 @@ def test_slider_extremes(app, key, value, shape):
     at = open_positional(app)
     clean(at.slider(key=f"positional_encoding.{key}").set_value(value).run())
     assert table_z(at).shape == shape
-    assert len(at.get("plotly_chart")) == 9
+    assert len(at.get("plotly_chart")) == 10
     similarity = values(chart(at, "similarity_chart")["data"][0]["z"])
     assert similarity.shape == (shape[0], shape[0])
     np.testing.assert_allclose(np.diag(similarity), shape[1] / 2, rtol=1e-5)
@@ -244,7 +244,7 @@ def test_rope_scores_depend_only_on_the_offset(app):
 def test_without_a_model_the_encoding_still_shows(app, monkeypatch, tmp_path):
     monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
     at = open_positional(app)
-    assert len(at.get("plotly_chart")) == 3 + 3  # frequency, similarity x2, RoPE x3 (no model: no blindness charts)
+    assert len(at.get("plotly_chart")) == 4 + 3  # frequency, binary, similarity x2, RoPE x3 (no blindness charts)
     assert not at.metric
 
 
@@ -266,3 +266,18 @@ def test_the_formulas_say_what_the_sliders_and_the_model_use(app, lang):
     assert any(r"\theta_i = b^{-2i/d_k}" in latex.value for latex in at.latex)
     assert "(d−2)/d" in at.select_slider(key="positional_encoding.base").help
     assert 2 * np.pi * 10000 ** ((8 - 2) / 8) == pytest.approx(2 * np.pi * 1000)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_positions_in_binary_beside_the_sine_columns(app, lang):
+    """#31: the table as binary counting: bit b of position p beside pair i's sine, on one colour scale."""
+    at = open_positional(app, lang=lang)
+    bits, sines = chart(at, "binary_chart")["data"]
+    digits = values(bits["customdata"]).astype(int)
+    assert digits.shape == (50, 6)  # positions 0 … 49 need 6 bits
+    assert digits[:, 0].tolist() == [p % 2 for p in range(50)] and digits[:, 5].tolist() == [p >> 5 & 1 for p in range(50)]
+    np.testing.assert_allclose(values(bits["z"]), digits * 2 - 1)  # 0 → −1 (blue), 1 → +1 (red)
+    np.testing.assert_allclose(values(sines["z"]), table_z(at)[:, 0::2], atol=1e-6)  # the table's sine columns
+    assert {bits["coloraxis"], sines["coloraxis"]} == {"coloraxis"}
+    assert translate("positional_encoding.binary.caption", lang) in [str(c.value) for c in at.caption]
+    assert not at.exception

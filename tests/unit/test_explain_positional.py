@@ -153,3 +153,13 @@ def test_a_word_model_given_one_word_shuffles_nothing(sentence):
     for seed in range(4):  # and a sentence of several words still shuffles its words
         several = pv.order_blindness(words, "the cat sat on the mat .", seed, True)
         assert sorted(several.shuffled_tokens) == sorted(several.tokens) and len(several.tokens) == 7
+
+
+def test_binary_digits_count_like_bits_and_sine_columns_are_the_tables():
+    from explain.positional import binary_digits, pe_table, sine_columns
+
+    digits = binary_digits(6)
+    assert digits.tolist() == [[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1], [1, 0, 1]]
+    assert binary_digits(1).shape == (1, 1) and binary_digits(2).shape == (2, 1) and binary_digits(65).shape == (65, 7)
+    assert all(int("".join(map(str, row[::-1])), 2) == p for p, row in enumerate(binary_digits(50)))
+    np.testing.assert_array_equal(sine_columns(10, 8, 10000.0), pe_table(10, 8, 10000.0)[:, [0, 2, 4, 6]])
