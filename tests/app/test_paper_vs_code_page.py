@@ -27,9 +27,17 @@ def row_text(key: str, name: str, lang: str = "en", **fmt) -> str:
     return translate(f"paper_vs_code.rows.{key}.{name}", lang, **fmt)
 
 
+CARD_HEADINGS = {translate("common.paper_card.heading", lang) for lang in LANGS}
+
+
+def expanders(at: AppTest) -> list:
+    """The rows' expanders, then the exercise's: the paper's-numbers card above the rows left out."""
+    return [e for e in at.expander if e.label not in CARD_HEADINGS]
+
+
 def opened(at: AppTest) -> list[str]:
     """The row keys whose expander is open."""
-    return [key for key, e in zip(pvc.ROW_KEYS, at.expander) if e.proto.expanded]
+    return [key for key, e in zip(pvc.ROW_KEYS, expanders(at)) if e.proto.expanded]
 
 
 def markdown(at: AppTest) -> str:
@@ -40,9 +48,10 @@ def markdown(at: AppTest) -> str:
 def test_every_row_is_there_in_both_languages(app, lang):
     at = open_page(app, lang)
     assert at.title[0].value == translate("paper_vs_code.title", lang)
-    rows = [e.label for e in at.expander][:len(pvc.ROW_KEYS)]  # then the page's exercise (the shared-layer trap)
+    assert [e.label for e in at.expander][0] == translate("common.paper_card.heading", lang)  # the card comes first
+    rows = [e.label for e in expanders(at)][:len(pvc.ROW_KEYS)]  # then the page's exercise (the shared-layer trap)
     assert rows == [row_text(key, "title", lang) for key in pvc.ROW_KEYS]
-    assert [e.label for e in at.expander][len(pvc.ROW_KEYS):] == [
+    assert [e.label for e in expanders(at)][len(pvc.ROW_KEYS):] == [
         translate("exercises.panel.heading", lang, title=translate("exercises.clones.title", lang))]
     shown = markdown(at)
     for key in pvc.ROW_KEYS:
