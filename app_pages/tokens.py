@@ -114,27 +114,24 @@ def lookup_section(ckpt, tokens: int) -> None:
         return
     shown = computed(lookup_is_product, ids)
     n, v, d = len(ids), LOOKUP_ROWS, LOOKUP_DIM
-    id_rows = [f"ids[{n}] = {i}" for n, i in enumerate(ids)]  # unique even where an id repeats
+    id_rows = [f"ids[{k}] = {i}" for k, i in enumerate(ids)]  # unique even where an id repeats
+    table_rows, dims = [str(j) for j in range(v)], [f"d{k}" for k in range(d)]
     used = np.isin(np.arange(v), ids)
     one_hot, times, weight, equals, product = st.columns([2.5, 0.2, 3, 0.2, 3.6], vertical_alignment="center",
                                                          gap="small")
     with one_hot:
         st.caption(t("tokens.lookup.one_hot", n=n, v=v))
-        st.html(matrix_table_html(shown.one_hot, id_rows, [str(j) for j in range(v)], shown.one_hot == 1,
-                                  "lookup_one_hot"))
+        st.html(matrix_table_html(shown.one_hot, id_rows, table_rows, shown.one_hot == 1, "lookup_one_hot"))
     times.markdown("**·**")
     with weight:
         st.caption(t("tokens.lookup.weight", v=v, d=d))
-        st.html(matrix_table_html(shown.weight, [str(j) for j in range(v)], [f"d{k}" for k in range(d)],
-                            np.repeat(used[:, None], d, axis=1), "lookup_weight"))
+        st.html(matrix_table_html(shown.weight, table_rows, dims, np.repeat(used[:, None], d, axis=1), "lookup_weight"))
     equals.markdown("**=**")
     with product:
         st.caption(t("tokens.lookup.product", n=n, d=d))
-        st.html(matrix_table_html(shown.product, id_rows, [f"d{k}" for k in range(d)], np.zeros((n, d), bool),
-                            "lookup_product"))
+        st.html(matrix_table_html(shown.product, id_rows, dims, np.zeros((n, d), bool), "lookup_product"))
         st.caption(t("tokens.lookup.lookup", n=n, d=d))
-        st.html(matrix_table_html(shown.lookup, id_rows, [f"d{k}" for k in range(d)], np.zeros((n, d), bool),
-                            "lookup_rows"))
+        st.html(matrix_table_html(shown.lookup, id_rows, dims, np.zeros((n, d), bool), "lookup_rows"))
     zeros = n * (v - 1) * d
     difference = f"{shown.difference:g}"
     if ckpt is None:

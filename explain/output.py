@@ -188,7 +188,6 @@ class SoftmaxVsRatio:
     scores: tuple[float, ...]
     shift: float
     softmax: tuple[float, ...]
-    softmax_at_0: tuple[float, ...]
     ratio: tuple[float, ...] | None
     ratio_at_0: tuple[float, ...] | None
 
@@ -233,7 +232,7 @@ def softmax_vs_ratio(scores: Sequence[float], shift: float) -> SoftmaxVsRatio:
     x = np.asarray(scores, dtype=np.float64)
     return SoftmaxVsRatio(
         scores=tuple(float(v) for v in x), shift=float(shift),
-        softmax=tuple(torch.tensor(x + shift).softmax(-1).tolist()), softmax_at_0=tuple(torch.tensor(x).softmax(-1).tolist()),
+        softmax=tuple(torch.tensor(x + shift).softmax(-1).tolist()),
         ratio=_ratio(x + shift), ratio_at_0=_ratio(x))
 
 

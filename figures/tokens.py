@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 
 from figures.heatmap import heatmap
 from figures.labels import axis_labels, token_label
-from figures.style import DIVERGING, PALETTE
+from figures.style import DIVERGING
 
 ROW_LABELS_MAX = 70  # the most embedding-table rows labelled one by one (11 px a row at the figure's 900 px cap)
 LABEL_PX = 14  # the height a row label needs (10 px text and a gap) before the next one
@@ -73,10 +73,10 @@ def stage_figure(tokens: Sequence[str], stages: Sequence[np.ndarray], titles: Se
     """The steps from ids to the encoder's input ((T, d) each: lookup, × √d, PE, sum) as ONE figure of
     subplots, ``columns`` across (2 on a wide screen, 1 on a phone), on one colour scale with one bar.
 
-    One chart rather than four: chromium draws four subplots in about half the time of four charts
-    (bench/RESULTS.md, the floor's 4 charts 404 ms vs 4 subplots 213 ms), and the Tokens page is a
-    class's first page. Tokens run down each subplot's side; ``notes`` is a smaller second line
-    under each title (the step's typical size); ``axis`` is (x title, y title, hover).
+    One chart rather than four: chromium redraws four subplots in about two thirds of the time of four
+    charts (bench/RESULTS.md, the floor app: 336 ms vs 219 ms; a tab's first draw did not measurably
+    change). Tokens run down each subplot's side; ``notes`` is a smaller second line under each title
+    (the step's typical size); ``axis`` is (x title, y title, hover).
     """
     x_title, y_title, hover = axis
     mats = [np.asarray(values, dtype=np.float32) for values in stages]
@@ -100,7 +100,7 @@ def stage_figure(tokens: Sequence[str], stages: Sequence[np.ndarray], titles: Se
     for note in fig.layout.annotations:  # the subplot titles
         note.font = dict(size=13)
     fig.update_layout(coloraxis=dict(colorscale=DIVERGING, cmin=-lim, cmax=lim, colorbar=dict(thickness=12)),
-                      height=height, margin=dict(l=10, r=10, t=60, b=10), colorway=list(PALETTE))
+                      height=height, margin=dict(l=10, r=10, t=60, b=10))
     return fig
 
 

@@ -38,6 +38,7 @@ from model.transformer import ForwardOptions, Transformer
 STATES = ("idle", "queued", "running", "paused", "finished", "failed")
 EVENTS = ("on_step_end",)  # what a callback can be added for (TrainingRun.add_callback)
 LIVE_STATES = ("queued", "running")  # the states that change without anyone clicking
+ENDED_STATES = ("finished", "failed")  # a run in one of these never trains again
 ADAM_BETAS, ADAM_EPS = (0.9, 0.98), 1e-9  # the paper's Adam (§5.3), for every run
 MODEL_PRESETS = {
     "tiny": dict(d_model=32, n_heads=2, n_layers=1, d_ff=64),
@@ -569,7 +570,7 @@ class TrainingRun:
         thread let go of its slot and training state, so a run that is not alive costs nothing; the
         thread itself may live a moment longer, returning."""
         with self._lock:
-            return self._thread is not None and self._state not in ("finished", "failed")
+            return self._thread is not None and self._state not in ENDED_STATES
 
     def _wait_until_it_may_train(self) -> str | None:
         """Block until the next step may run (None) or the run was stopped (why, as the run's reason).

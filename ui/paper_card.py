@@ -1,7 +1,7 @@
 """The paper's numbers beside this model's (explain/paper_card.py), as one table in a closed expander.
 
-A Markdown table, not a data grid: Home shows it, and a grid would make a fresh tab load the grid's code
-before its first page is drawn.
+A Markdown table, not a data grid: ten rows need no sorting or scrolling, and a grid would make a tab
+load the grid's code for them.
 """
 from __future__ import annotations
 

@@ -87,6 +87,7 @@ SCRIPT = """<script>
 </script>"""
 
 
+@lru_cache(maxsize=1)
 def script() -> str:
     return SCRIPT % {"files": json.dumps(list(chunk_files())), "idle_timeout": IDLE_TIMEOUT_MS,
                      "quiet_ms": QUIET_MS, "look_ms": LOOK_MS}
