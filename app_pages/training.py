@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explain.paper_card import of_planned_run
+from explain.paper_card import PAPER_STEPS, of_planned_run
 from figures.labels import plain_number
 from ui.code_panel import code_panel
 from ui.i18n import t
@@ -128,8 +128,10 @@ def planned_schedule() -> None:
                  worked=charts.worked_peak(d_model, settings.warmup, settings.factor)))
     second = st.session_state[compare_key]
     warmups = [settings.warmup] + ([second] if second and second != settings.warmup else [])
+    with_paper = st.session_state[bind(trs.PAPER_LR, key=trs.PAPER_LR_KEY)]
     charts.planned_chart(d_model, settings.factor, settings.max_steps,
-                         [(t("training.schedule.series", warmup=w), w) for w in warmups])
+                         [(t("training.schedule.series", warmup=w), w) for w in warmups],
+                         paper=t("training.schedule.paper_series") if with_paper else None)
     if settings.warmup > settings.max_steps:
         st.warning(t("training.schedule.peak_after_cap", warmup=settings.warmup, steps=settings.max_steps),
                    icon=":material/block:")
@@ -139,9 +141,21 @@ def planned_schedule() -> None:
     st.caption(t("training.schedule.peak_caption"))
     st.slider(t("training.schedule.compare"), trs.COMPARE.lo, trs.COMPARE.hi, key=compare_key,
               help=t("training.schedule.compare_help"))
+    st.toggle(t("training.schedule.paper_toggle"), key=trs.PAPER_LR_KEY, help=t("training.schedule.paper_help"))
+    if with_paper:
+        paper_schedule_caption(d_model, settings.warmup, settings.factor)
     code_panel("training", ("noam",), paper_rows=("dropout",))
     paper_card(of_planned_run(settings.preset, label_smoothing=settings.label_smoothing, warmup=settings.warmup),
                caption_key="common.paper_card.caption_training", key="training_paper_card")
+
+
+def paper_schedule_caption(d_model: int, warmup: int, factor: float) -> None:
+    """The paper's peak beside this run's: where each comes and how many times larger this one is."""
+    paper_width, paper_warmup, paper_peak = charts.paper_schedule()
+    ours = charts.peak_rate(d_model, warmup, factor)
+    st.caption(t("training.schedule.paper_caption", d_model=paper_width, warmup=paper_warmup,
+                 peak=plain_number(paper_peak, 3), steps=f"{PAPER_STEPS:,}", ours=plain_number(ours, 3),
+                 our_warmup=warmup, times=f"{ours / paper_peak:.1f}", our_width=d_model, factor=f"{factor:g}"))
 
 
 # ------------------------------------------------------------------ buttons

@@ -14,9 +14,11 @@ from explain.paper_vs_code import PAPER_EPSILON, TRAINING_DEFAULTS, trained_sett
 from model.training import ADAM_BETAS, ADAM_EPS, ALL_PRESETS
 
 PAPER_HEADS = 8
+PAPER_WARMUP = 4000  # §5.3, the learning rate's warmup steps
+PAPER_STEPS = 100_000  # §5.3, the base models' training steps
 PAPER_BASE: dict[str, Any] = {
     "n_layers": PAPER_LAYERS, "d_model": PAPER_D_MODEL, "n_heads": PAPER_HEADS, "d_k": PAPER_D_MODEL // PAPER_HEADS,
-    "d_ff": PAPER_D_FF, "dropout": 0.1, "label_smoothing": PAPER_EPSILON, "warmup": 4000,
+    "d_ff": PAPER_D_FF, "dropout": 0.1, "label_smoothing": PAPER_EPSILON, "warmup": PAPER_WARMUP,
     "adam_betas": (0.9, 0.98), "adam_eps": 1e-9,  # the paper's own, written apart from the engine's (a test compares)
 }
 SETTINGS = tuple(PAPER_BASE)

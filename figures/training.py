@@ -20,6 +20,7 @@ import pyarrow as pa
 from figures.labels import display_token, plain_number
 
 MAX_POINTS = 300
+DASHES = [[1, 0], [5, 4], [2, 2]]  # the planned curves' strokes: this run, the compared warmup, the paper
 THIS_RUN = "#b8232f"  # the theme's primary colour
 OTHER_RUN = "#8a8fa3"
 NOW = "#1f2330"
@@ -47,9 +48,12 @@ def bucket_means(values: Sequence[float], limit: int = MAX_POINTS) -> tuple[np.n
     return edges[1:], sums / np.diff(edges)
 
 
-def sampled_steps(max_steps: int, must_include: Sequence[int] = (), limit: int = MAX_POINTS) -> np.ndarray:
-    """About ``limit`` steps spread over 1..max_steps, plus ``must_include`` (those in range)."""
-    grid = np.unique(np.linspace(1, max(max_steps, 1), limit).round().astype(int))
+def sampled_steps(max_steps: int, must_include: Sequence[int] = (), limit: int = MAX_POINTS,
+                  geometric: bool = False) -> np.ndarray:
+    """About ``limit`` steps spread over 1..max_steps (evenly, or evenly on a log axis with
+    ``geometric``), plus ``must_include`` (those in range)."""
+    spread = np.geomspace if geometric else np.linspace
+    grid = np.unique(spread(1, max(max_steps, 1), limit).round().astype(int))
     extra = [s for s in must_include if 1 <= s <= max_steps]
     return np.unique(np.concatenate([grid, np.asarray(extra, dtype=int)]))
 
@@ -125,13 +129,16 @@ def _color(series: Sequence[str]) -> dict:
     }
 
 
-def _x(title: str, domain: Sequence[float] | None = None) -> dict:
+def _x(title: str, domain: Sequence[float] | None = None, log: bool = False) -> dict:
     # ",d" and not "~s": Vega gives all ticks one SI prefix, so 200 and 400 read "0.2k" and "0.4k";
     # and not ",": Vega wrote 100 as "1e+2"
     x = {"field": "step", "type": "quantitative", "title": title, "axis": {"format": ",d"},
          "scale": {"zero": True}}
     if domain is not None:
         x["scale"] = {"domain": list(domain), "nice": False}
+    if log:  # steps start at 1; only powers of ten are labelled, so the labels do not collide
+        x["scale"] = {"type": "log"}
+        x["axis"] = {"format": ",d", "values": [10 ** k for k in range(6)]}
     return x
 
 
@@ -173,10 +180,11 @@ def with_floor(spec: dict, dataset: str, value: str) -> dict:
 
 
 def lr_spec(*, x_title: str, y_title: str, series: Sequence[str], live: bool,
-            x_domain: Sequence[float] | None = None) -> dict:
+            x_domain: Sequence[float] | None = None, log_steps: bool = False) -> dict:
     """Planned Noam curves (dataset ``curve``) with their peaks (``peak``); with ``live``, the
-    run's current step (``now``: one row step, lr) as a rule and a dot on top."""
-    x = _x(x_title, x_domain)
+    run's current step (``now``: one row step, lr) as a rule and a dot on top; with ``log_steps``,
+    a logarithmic step axis (curves whose warmups differ twentyfold, like this app's and the paper's)."""
+    x = _x(x_title, x_domain, log=log_steps)
     y = {"field": "lr", "type": "quantitative", "title": y_title, "axis": {"format": LR_FORMAT}}
     tooltip = [{"field": "series", "title": " "}, {"field": "step", "title": x_title},
                {"field": "lr", "title": y_title, "format": LR_TOOLTIP_FORMAT}]
@@ -187,7 +195,7 @@ def lr_spec(*, x_title: str, y_title: str, series: Sequence[str], live: bool,
             "encoding": {
                 "x": x, "y": y, "color": _color(series),
                 "strokeDash": {"field": "series", "type": "nominal", "legend": None,
-                               "scale": {"domain": list(series), "range": [[1, 0], [5, 4]][: len(series)]}},
+                               "scale": {"domain": list(series), "range": DASHES[: len(series)]}},
                 "tooltip": tooltip,
             },
         },

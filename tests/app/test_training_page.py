@@ -375,6 +375,29 @@ def test_the_compare_slider_adds_a_second_curve_from_the_link_and_when_moved(app
 
 
 @pytest.mark.parametrize("lang", LANGS)
+def test_the_papers_schedule_is_drawn_from_the_link_and_the_toggle_with_its_peak_beside_this_runs(app, lang):
+    """#31: the paper's learning-rate curve (d_model 512, warmup 4000) on the planned-schedule chart."""
+    label = translate("training.schedule.paper_series", lang)
+    at = open_training(app, lang=lang, training_warmup="100")
+    assert label not in charts(at)[0].proto.spec and at.toggle(key="training.paper_lr").value is False
+    at = open_training(app, lang=lang, training_warmup="100", training_paper_lr="1")
+    assert at.toggle(key="training.paper_lr").value is True
+    spec = json.loads(charts(at)[0].proto.spec)
+    assert label in json.dumps(spec, ensure_ascii=False)
+    assert {layer["encoding"]["x"]["scale"]["type"] for layer in spec["layer"] if "x" in layer["encoding"]} == {"log"}
+    (d_model,) = {int(m) for c in texts(at.caption) for m in re.findall(r"(\d+)\^\{-0.5\}\\cdot 100", c)}
+    paper_peak = 512 ** -0.5 * 4000 ** -0.5
+    times = f"{training_charts.peak_rate(d_model, 100, 1.0) / paper_peak:.1f}"
+    caption = [c for c in texts(at.caption) if "4000^{-0.5}" in c]
+    assert len(caption) == 1 and f"{times}" in caption[0] and "100,000" in caption[0], texts(at.caption)
+    clean(at.toggle(key="training.paper_lr").set_value(False).run())
+    assert label not in charts(at)[0].proto.spec and not any("4000^{-0.5}" in c for c in texts(at.caption))
+    assert at.query_params.get("training_paper_lr") in (None, "0", ["0"], "false", ["false"])
+    at = open_training(app, lang=lang, training_paper_lr="<script>")  # a hostile value reads as the default
+    assert not at.exception and at.toggle(key="training.paper_lr").value is False
+
+
+@pytest.mark.parametrize("lang", LANGS)
 def test_a_second_curve_that_peaks_after_the_cap_says_so_and_steps_read_in_full(app, lang):
     """#35 item 16: the second curve peaked beyond the axis with nothing said, and the step axis read "0.2k"."""
     at = open_training(app, lang=lang, training_warmup="100", training_cmp="800")

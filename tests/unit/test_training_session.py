@@ -114,6 +114,22 @@ def test_the_planned_curve_peaks_at_warmup_with_the_paper_formula():
     assert datasets["peak"].column("label").to_pylist() == ["0.00884"]  # 8.84e-03 in plain decimals
 
 
+def test_the_papers_curve_is_its_own_schedule_over_its_own_steps_sampled_for_a_log_axis():
+    datasets = charts.planned_datasets(32, 2.0, 600, (("ours", 200),), paper="paper")
+    frame = datasets["curve"].to_pandas()
+    paper, ours = frame[frame.series == "paper"], frame[frame.series == "ours"]
+    assert ours.step.max() == 600 and paper.step.max() == 100_000  # the paper's 100k steps, ours to the cap
+    top = paper.loc[paper.lr.idxmax()]
+    assert top.step == 4000 and top.lr == pytest.approx(512 ** -0.5 * 4000 ** -0.5)  # factor 1, not ours (2)
+    assert ours.lr.max() == pytest.approx(2.0 * 32 ** -0.5 * 200 ** -0.5)
+    assert (paper.step < 10).sum() >= 5  # geometric sampling: the first steps are drawn on a log axis too
+    assert datasets["peak"].column("series").to_pylist() == ["ours", "paper"]
+    assert charts.paper_schedule() == (512, 4000, pytest.approx(512 ** -0.5 * 4000 ** -0.5))
+    log = fig.lr_spec(x_title="s", y_title="lr", series=["ours", "paper"], live=False, log_steps=True)
+    assert {layer["encoding"]["x"]["scale"]["type"] for layer in log["layer"] if "x" in layer["encoding"]} == {"log"}
+    assert "paper" not in charts.planned_datasets(32, 2.0, 600, (("ours", 200),))["curve"].to_pandas().series.values
+
+
 def test_the_worked_peak_and_latex_numbers():
     assert charts.latex_number(0.0125) == "0.0125"
     assert charts.latex_number(8.8388e-4) == r"8.84 \times 10^{-4}"

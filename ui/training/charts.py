@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import streamlit as st
 
+from explain.paper_card import PAPER_D_MODEL, PAPER_STEPS, PAPER_WARMUP
 from figures import training as fig
 from model.schedule import noam_lr
 from model.tasks import get_task
@@ -27,24 +28,28 @@ PATTERNS = {"copy": "diagonal", "reverse": "anti"}  # the attention line a task'
 
 
 def planned_datasets(d_model: int, factor: float, max_steps: int,
-                     curves: Sequence[tuple[str, int]]) -> dict[str, pa.Table]:
+                     curves: Sequence[tuple[str, int]], paper: str | None = None) -> dict[str, pa.Table]:
     """The ``curve`` and ``peak`` datasets of ``figures.training.lr_spec``: the Noam rate of each
-    ``(label, warmup)`` over 1..max_steps, and each peak the step cap lets a run reach.
+    ``(label, warmup)`` over 1..max_steps, and each peak the step cap lets a run reach; with a
+    ``paper`` label, also the paper's base-model schedule (:func:`paper_schedule`) under that label.
 
     Computed once per settings (cached): the live panel redraws the run's planned curve once a
     second, and the settings' curve is drawn on every rerun of the page. The tables are immutable."""
-    return dict(_planned_datasets(d_model, float(factor), max_steps, tuple((label, w) for label, w in curves)))
+    return dict(_planned_datasets(d_model, float(factor), max_steps, tuple((label, w) for label, w in curves), paper))
 
 
 @functools.lru_cache(maxsize=64)
-def _planned_datasets(d_model: int, factor: float, max_steps: int,
-                      curves: tuple[tuple[str, int], ...]) -> dict[str, pa.Table]:
+def _planned_datasets(d_model: int, factor: float, max_steps: int, curves: tuple[tuple[str, int], ...],
+                      paper: str | None) -> dict[str, pa.Table]:
     lines, peaks = [], []
-    for label, warmup in curves:
-        steps = fig.sampled_steps(max_steps, [warmup])
-        lines.append((label, steps, [noam_lr(int(s), d_model, warmup, factor) for s in steps]))
-        if warmup <= max_steps:
-            peaks.append((label, warmup, noam_lr(warmup, d_model, warmup, factor)))
+    drawn = [(label, warmup, d_model, factor, max_steps) for label, warmup in curves]
+    if paper is not None:
+        drawn.append((paper, PAPER_WARMUP, PAPER_D_MODEL, 1.0, max(max_steps, PAPER_STEPS)))
+    for label, warmup, width, scale, last in drawn:
+        steps = fig.sampled_steps(last, [warmup], geometric=paper is not None)
+        lines.append((label, steps, [noam_lr(int(s), width, warmup, scale) for s in steps]))
+        if warmup <= last:
+            peaks.append((label, warmup, noam_lr(warmup, width, warmup, scale)))
     return {"curve": fig.curve_table(lines), "peak": fig.peak_table(peaks)}
 
 
@@ -70,12 +75,20 @@ def latex_number(value: float, digits: int = 3) -> str:
     return rf"{value / 10 ** exponent:.{digits}g} \times 10^{{{exponent}}}"
 
 
-def planned_chart(d_model: int, factor: float, max_steps: int, curves: Sequence[tuple[str, int]]) -> None:
-    """The Noam curves a run with these settings would follow, one per ``(label, warmup)``."""
-    spec = fig.lr_spec(x_title=t("training.chart.step"), y_title=t("training.chart.lr"),
-                       series=[label for label, _ in curves], live=False)
-    st.vega_lite_chart(fig.with_datasets(spec, **planned_datasets(d_model, factor, max_steps, curves)),
+def planned_chart(d_model: int, factor: float, max_steps: int, curves: Sequence[tuple[str, int]],
+                  paper: str | None = None) -> None:
+    """The Noam curves a run with these settings would follow, one per ``(label, warmup)``; with a
+    ``paper`` label, the paper's schedule too, on a logarithmic step axis (its warmup is 4000 steps)."""
+    series = [label for label, _ in curves] + ([paper] if paper is not None else [])
+    spec = fig.lr_spec(x_title=t("training.chart.step"), y_title=t("training.chart.lr"), series=series, live=False,
+                       log_steps=paper is not None)
+    st.vega_lite_chart(fig.with_datasets(spec, **planned_datasets(d_model, factor, max_steps, curves, paper)),
                        height=fig.CHART_HEIGHT, key="training.planned_chart")
+
+
+def paper_schedule() -> tuple[int, int, float]:
+    """The paper's base-model schedule (§5.3): d_model, warmup and its peak rate, 512^-0.5 · 4000^-0.5."""
+    return PAPER_D_MODEL, PAPER_WARMUP, noam_lr(PAPER_WARMUP, PAPER_D_MODEL, PAPER_WARMUP, 1.0)
 
 
 def run_label(snap: RunSnapshot, key: str) -> str:

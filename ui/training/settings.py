@@ -32,6 +32,9 @@ VARIANT_FIELDS: tuple[str, ...] = ("norm_first", *VARIANT_KINDS)  # the model-va
 # A second warmup drawn beside the planned curve: a view of the page, not a setting of the run.
 COMPARE = IntParam("training_cmp", default=800, lo=0, hi=4000)
 COMPARE_KEY = "training.compare"
+# The paper's own schedule (d_model 512, warmup 4000) drawn beside it: a view too.
+PAPER_LR = BoolParam("training_paper_lr", default=False)
+PAPER_LR_KEY = "training.paper_lr"
 
 
 def _param(name: str) -> Param:
