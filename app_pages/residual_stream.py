@@ -1,8 +1,11 @@
 """The residual stream: every sublayer adds an update to each token's vector. Sizes and turns through
 every sublayer of every layer, and what happens to the answer when a residual connection is switched off."""
+import numpy as np
 import streamlit as st
 
 from explain.attention import format_probability
+from explain.dropout import DRAWS, P_MAX, sublayer_update, through_dropout
+from explain.paper_vs_code import trained_setting
 from explain.residual import (STACKS, all_connections, off_triples, parse_connection, stream_csv, stream_matrix,
                               stream_view, switch_off, token_path)
 from figures import residual as charts
@@ -15,10 +18,11 @@ from ui.head_set import HeadSetParam
 from ui.i18n import t
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
-from ui.url_state import ChoiceParam, IntParam, bind, clamp_state, markdown_literal
+from ui.url_state import ChoiceParam, FloatParam, IntParam, bind, clamp_state, markdown_literal
+from ui.viewport import is_narrow
 from ui.widgets import answer_box, csv_download, plot, sentence_input
 
-SECTIONS = ("sizes", "off")
+SECTIONS = ("sizes", "off", "dropout")
 SECTION = ChoiceParam("residual_stream_view", "sizes", choices=SECTIONS)
 STACK = ChoiceParam("residual_stream_stack", "encoder", choices=STACKS)
 
@@ -103,17 +107,18 @@ def sizes(ckpt, source: str) -> None:
 # ------------------------------------------------------------------ switching a residual off
 
 
+def connection_label(code: str) -> str:
+    """A connection code (``enc-1-ffn``) in words: stack, layer and sublayer."""
+    stack, layer, sublayer = parse_connection(code)
+    return t("residual_stream.off.option", stack=t(f"residual_stream.stack.{stack}"), layer=layer + 1,
+             sublayer=t(f"residual_stream.long.{sublayer}"))
+
+
 def connections_to_switch_off(ckpt) -> list[str]:
     """The multiselect of sublayer connections (``?residual_stream_off=``): their codes, e.g. ``["enc-1-ffn"]``."""
     codes = all_connections(ckpt.model.config.n_layers)
-
-    def label(code: str) -> str:
-        stack, layer, sublayer = parse_connection(code)
-        return t("residual_stream.off.option", stack=t(f"residual_stream.stack.{stack}"), layer=layer + 1,
-                 sublayer=t(f"residual_stream.long.{sublayer}"))
-
     param = HeadSetParam("residual_stream_off", default=[], choices=tuple(codes))
-    return st.multiselect(t("residual_stream.off.label"), codes, format_func=label, key=bind(param,
+    return st.multiselect(t("residual_stream.off.label"), codes, format_func=connection_label, key=bind(param,
                                                                                              key="residual_stream.off"),
                           placeholder=t("residual_stream.off.placeholder"), help=t("residual_stream.off.help"))
 
@@ -153,6 +158,67 @@ def switching_off(ckpt, source: str) -> None:
          key="residual_stream.off_chart", config=PLOT_CONFIG)
 
 
+# ------------------------------------------------------------------ dropout on one update
+
+DROP_P = FloatParam("residual_stream_drop_p", 0.1, lo=0.0, hi=P_MAX, step=0.05)
+DROP_SEED = IntParam("residual_stream_drop_seed", 0, lo=0, hi=9999)
+DIMS_SHOWN = (16, 32)  # the update's first numbers drawn: on a phone, elsewhere
+
+
+@fragment
+def dropout_section(ckpt, source: str) -> None:
+    """One token's update at one sublayer connection, eval mode beside training mode with a drawn
+    dropout mask, and the average of many masks. A fragment: its controls redraw only this."""
+    st.markdown(t("residual_stream.dropout.intro"))
+    st.latex(r"\mathrm{dropout}(y)_i = \frac{m_i\, y_i}{1-p},\quad m_i \sim \mathrm{Bernoulli}(1-p),\quad"
+             r"\mathbb{E}[\mathrm{dropout}(y)] = y")
+    codes = all_connections(ckpt.model.config.n_layers)
+    where = st.selectbox(t("residual_stream.dropout.where"), codes, format_func=connection_label,
+                         key=bind(ChoiceParam("residual_stream_drop_at", codes[0], choices=tuple(codes)),
+                                  key="residual_stream.drop_at"))
+    stack, layer, sublayer = parse_connection(where)
+    view = computed(stream_view, source, model=ckpt)
+    tokens = view.src_tokens if stack == "encoder" else view.tgt_tokens
+    last = len(tokens) - 1
+    clamp_state("residual_stream.drop_tok", last)
+    position = st.selectbox(t("residual_stream.sizes.token"), list(range(len(tokens))),
+                            format_func=lambda i: t("residual_stream.sizes.token_option", i=i,
+                                                    token=display_token(tokens[i])),
+                            key=bind(IntParam("residual_stream_drop_tok", 0, lo=0, hi=last),
+                                     key="residual_stream.drop_tok"))
+    left, right = st.columns([3, 2], vertical_alignment="bottom")
+    p = left.slider(t("residual_stream.dropout.p"), DROP_P.lo, DROP_P.hi, step=DROP_P.step,
+                    key=bind(DROP_P, key="residual_stream.drop_p"), help=t("residual_stream.dropout.p_help"))
+    seed = right.number_input(t("residual_stream.dropout.seed"), DROP_SEED.lo, DROP_SEED.hi, step=1,
+                              key=bind(DROP_SEED, key="residual_stream.drop_seed"),
+                              help=t("residual_stream.dropout.seed_help"))
+    update = computed(sublayer_update, source, stack, layer, sublayer, position, model=ckpt)
+    drop = computed(through_dropout, update, round(float(p), 2), int(seed))
+    shown = DIMS_SHOWN[0] if is_narrow() else DIMS_SHOWN[1]
+    n = min(shown, len(update))
+    names = (t("residual_stream.dropout.eval"), t("residual_stream.dropout.train", p=f"{drop.p:g}"))
+    plot(charts.dropout_figure(drop.update[:n], drop.train[:n], drop.kept[:n], names=names,
+                               title=t("residual_stream.dropout.title", n=n, d=len(update),
+                                       token=token_label(tokens[position])),
+                               x_title=t("residual_stream.dropout.x_axis"), y_title=t("residual_stream.dropout.y_axis"),
+                               dropped_name=t("residual_stream.dropout.dropped_marker")),
+         key="residual_stream.dropout_chart", config=PLOT_CONFIG)
+    a, b, c = st.columns(3)
+    a.metric(t("residual_stream.dropout.dropped"), f"{drop.dropped} / {len(update)}",
+             help=t("residual_stream.dropout.dropped_help", p=f"{drop.p:g}", expected=f"{drop.p * len(update):.1f}"))
+    b.metric(t("residual_stream.dropout.scale"), f"× {drop.scale:.3g}")
+    c.metric(t("residual_stream.dropout.norms"), f"{np.linalg.norm(drop.train):.2f}",
+             delta=f"{np.linalg.norm(drop.train) - np.linalg.norm(drop.update):+.2f}", delta_color="off",
+             help=t("residual_stream.dropout.norms_help", eval=f"{np.linalg.norm(drop.update):.2f}"))
+    st.caption(t("residual_stream.dropout.average", draws=f"{DRAWS:,}", gap=f"{drop.average_gap:.3f}",
+                 size=f"{np.abs(drop.update).max():.3f}"))
+    trained = trained_setting(ckpt, "dropout")
+    st.info(t("residual_stream.dropout.eval_note", trained=f"{trained:g}" if trained is not None else "?"),
+            icon=":material/info:")
+    csv_download("residual_stream.export", lambda: drop.table().to_csv(index=False), "dropout.csv",
+                 "residual_stream.dropout_csv")
+
+
 # ------------------------------------------------------------------ the page
 
 
@@ -166,8 +232,10 @@ def explorer(ckpt) -> None:
                                    key=bind(SECTION, key="residual_stream.section"))
     if section == "sizes":
         sizes(ckpt, source)
-    else:
+    elif section == "off":
         switching_off(ckpt, source)
+    else:
+        dropout_section(ckpt, source)
 
 
 with page("residual_stream", try_this="bottom") as checkpoint:

@@ -88,7 +88,8 @@ def settings_widgets() -> None:
     with a:
         setting_widget(st.slider, "label_smoothing")
     with b:
-        setting_widget(st.number_input, "seed")
+        setting_widget(st.slider, "dropout")
+    setting_widget(st.number_input, "seed")
     setting_widget(st.toggle, "use_padding_mask")
     setting_widget(st.toggle, "use_look_ahead_mask")
     variant_widgets()
@@ -145,7 +146,8 @@ def planned_schedule() -> None:
     if with_paper:
         paper_schedule_caption(d_model, settings.warmup, settings.factor)
     code_panel("training", ("noam",), paper_rows=("dropout",))
-    paper_card(of_planned_run(settings.preset, label_smoothing=settings.label_smoothing, warmup=settings.warmup),
+    paper_card(of_planned_run(settings.preset, dropout=settings.dropout, label_smoothing=settings.label_smoothing,
+                              warmup=settings.warmup),
                caption_key="common.paper_card.caption_training", key="training_paper_card")
 
 
@@ -276,7 +278,7 @@ def run_state(session: ts.TrainingSession, snap: ts.RunSnapshot) -> None:
     st.markdown(t("training.run.config", task=t(f"training.task_name.{cfg['task']}"),
                   preset=trs.preset_name(cfg["preset"]), params=f"{snap.num_params:,}", device=snap.device,
                   batch=cfg["batch_size"], warmup=cfg["warmup"], factor=f"{cfg['factor']:g}",
-                  eps=f"{cfg['label_smoothing']:g}", seed=cfg["seed"],
+                  eps=f"{cfg['label_smoothing']:g}", dropout=f"{cfg.get('dropout', trs.DEFAULTS['dropout']):g}", seed=cfg["seed"],
                   variant=compare.differences(cfg, trs.VARIANT_FIELDS)))
     if snap.state == "queued":
         if snap.queue_position:

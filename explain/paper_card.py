@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from explain.ffn import PAPER_D_FF, PAPER_D_MODEL, PAPER_LAYERS
-from explain.paper_vs_code import PAPER_EPSILON, TRAINING_DEFAULTS, trained_setting
+from explain.paper_vs_code import PAPER_EPSILON, trained_setting
 from model.training import ADAM_BETAS, ADAM_EPS, ALL_PRESETS
 
 PAPER_HEADS = 8
@@ -42,12 +42,12 @@ def of_checkpoint(ckpt) -> dict[str, Any]:
                 label_smoothing=trained_setting(ckpt, "label_smoothing"), warmup=trained_setting(ckpt, "warmup"))
 
 
-def of_planned_run(preset: str, *, label_smoothing: float, warmup: int) -> dict[str, Any]:
-    """The values of a run the Training page would start: its size preset's architecture, the engine's
-    dropout (not a page setting) and the page's label smoothing and warmup."""
+def of_planned_run(preset: str, *, dropout: float, label_smoothing: float, warmup: int) -> dict[str, Any]:
+    """The values of a run the Training page would start: its size preset's architecture and the page's
+    dropout, label smoothing and warmup."""
     sizes = ALL_PRESETS[preset]
     return ours(n_layers=sizes["n_layers"], d_model=sizes["d_model"], n_heads=sizes["n_heads"], d_ff=sizes["d_ff"],
-                dropout=TRAINING_DEFAULTS["dropout"], label_smoothing=label_smoothing, warmup=warmup)
+                dropout=dropout, label_smoothing=label_smoothing, warmup=warmup)
 
 
 def written(value: Any) -> str:

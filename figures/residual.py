@@ -60,3 +60,22 @@ def token_path_figure(columns: Sequence[str], x_norm: np.ndarray, update_norm: n
     fig.update_yaxes(title=cos_title, range=[-1.05, 1.05], row=2, col=1)
     fig.update_layout(height=420, margin=MARGIN, legend=dict(orientation="h", y=-0.12))
     return fig
+
+
+def dropout_figure(update: np.ndarray, train: np.ndarray, kept: np.ndarray, *, names: Sequence[str], title: str,
+                   x_title: str, y_title: str, dropped_name: str) -> go.Figure:
+    """One update's numbers, eval mode (grey) beside train mode (colour: zeros where dropped, the rest
+    rescaled by 1/(1 − p)), with a cross on each dropped dimension. ``names``: (eval, train)."""
+    dims = np.arange(len(update))
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=dims, y=update, name=names[0], marker_color="#b0b0b0",
+                         hovertemplate="%{x}: %{y:.3f}<extra>" + html.escape(names[0]) + "</extra>"))
+    fig.add_trace(go.Bar(x=dims, y=train, name=names[1], marker_color=PALETTE[0],
+                         hovertemplate="%{x}: %{y:.3f}<extra>" + html.escape(names[1]) + "</extra>"))
+    gone = dims[kept == 0]
+    fig.add_trace(go.Scatter(x=gone, y=np.zeros(len(gone)), mode="markers", name=dropped_name,
+                             marker=dict(symbol="x", size=9, color="#222"), hoverinfo="skip"))
+    fig.update_layout(title=title, barmode="group", bargap=0.15, margin=MARGIN, height=380,
+                      legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
+                      xaxis=dict(title=x_title), yaxis=dict(title=y_title, zeroline=True))
+    return fig

@@ -134,6 +134,8 @@ class TrainingConfig:
                             help="training.settings.factor_help", lo=0.1, hi=5.0, step=0.1)
     label_smoothing: float = setting(0.1, url="training_eps", key="training.eps", label="training.settings.smoothing",
                                      help="training.settings.smoothing_help", lo=0.0, hi=0.5, step=0.05)
+    dropout: float = setting(0.1, url="training_dropout", key="training.dropout", label="training.settings.dropout",
+                             help="training.settings.dropout_help", lo=0.0, hi=0.5, step=0.05)
     batch_size: int = setting(32, url="training_batch", key="training.batch", label="training.settings.batch",
                               help="training.settings.batch_help", lo=1, hi=MAX_BATCH_SIZE, step=8)
     seed: int = setting(0, url="training_seed", key="training.seed", label="training.settings.seed",
@@ -148,7 +150,6 @@ class TrainingConfig:
     task_min_len: int | None = None
     task_max_len: int | None = None
     task_alphabet: str | None = None
-    dropout: float = 0.1
     max_seconds: float = 300.0
     eval_every: int = 50
     eval_size: int = 200

@@ -26,11 +26,13 @@ def expected(mine: dict, lang: str) -> list[list[str]]:
 @pytest.mark.parametrize("lang", LANGS)
 def test_training_compares_the_run_it_would_start_and_follows_the_warmup(app, lang):
     at = open_script(app, "app_pages/training.py", {"lang": lang}, home_first=True)
-    assert card_rows(at, lang) == expected(of_planned_run("tiny", label_smoothing=0.1, warmup=200), lang)
+    assert card_rows(at, lang) == expected(of_planned_run("tiny", dropout=0.1, label_smoothing=0.1, warmup=200), lang)
     assert translate("common.paper_card.caption_training", lang) in [str(c.value) for c in at.caption]
     clean(at.slider(key="training.warmup").set_value(4000).run())
     warmup_row = card_rows(at, lang)[7]
     assert warmup_row[1:] == ["4,000", "4,000", "="]
+    clean(at.slider(key="training.dropout").set_value(0.0).run())  # the dropout setting is the card's
+    assert card_rows(at, lang)[5][2:] == ["0", ""]
     clean(at.radio(key="training.preset").set_value("small").run())
     assert card_rows(at, lang)[1][2] == "64"  # d_model of the small preset
     assert not at.exception

@@ -109,11 +109,42 @@ def test_bad_link_values_fall_back_with_a_notice(app, name, bad):
     assert at.get("plotly_chart") or at.info
 
 
+# ------------------------------------------------------------------ dropout on one update
+
+
+def test_dropout_shows_one_real_update_eval_beside_train_from_the_link(app, checkpoint_dir):
+    from explain.dropout import sublayer_update, through_dropout
+
+    at = open_residual(app, residual_stream_view="dropout", residual_stream_drop_at="dec-2-cross",
+                       residual_stream_drop_tok="3", residual_stream_drop_p="0.5", residual_stream_drop_seed="9")
+    assert at.selectbox(key="residual_stream.drop_at").value == "dec-2-cross"
+    assert any(r"\frac{m_i\, y_i}{1-p}" in latex.value for latex in at.latex)
+    update = sublayer_update(copy_model(checkpoint_dir), EXAMPLE, "decoder", 1, "cross_attn", 3)
+    want = through_dropout(update, 0.5, 9)
+    bars = [trace for trace in chart(at, "residual_stream.dropout_chart")["data"] if trace["type"] == "bar"]
+    n = min(32, len(update))
+    np.testing.assert_allclose(values(bars[0]["y"]), update[:n], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(values(bars[1]["y"]), want.train[:n], rtol=1e-4, atol=1e-6)
+    assert at.metric[0].value == f"{want.dropped} / {len(update)}" and at.metric[1].value == "× 2"
+    assert not at.exception
+    clean(at.slider(key="residual_stream.drop_p").set_value(0.0).run())  # p = 0: training mode is eval mode
+    bars = [trace for trace in chart(at, "residual_stream.dropout_chart")["data"] if trace["type"] == "bar"]
+    np.testing.assert_allclose(values(bars[1]["y"]), values(bars[0]["y"]))
+    assert query(at, "residual_stream_drop_p") == "0.0" and at.metric[0].value == f"0 / {len(update)}"
+
+
+@pytest.mark.parametrize("name, bad", [("residual_stream_drop_p", "1"), ("residual_stream_drop_at", "enc-9-ffn"),
+                                       ("residual_stream_drop_tok", "99"), ("residual_stream_drop_seed", "-1")])
+def test_dropout_bad_link_values_fall_back(app, name, bad):
+    at = open_residual(app, residual_stream_view="dropout", **{name: bad})
+    assert not at.exception and chart(at, "residual_stream.dropout_chart")["data"]
+
+
 # ------------------------------------------------------------------ both languages, other models
 
 
 @pytest.mark.parametrize("lang", LANGS)
-@pytest.mark.parametrize("section", ["sizes", "off"])
+@pytest.mark.parametrize("section", ["sizes", "off", "dropout"])
 def test_every_section_in_both_languages(app, lang, section):
     at = open_residual(app, lang, rs_view=section, rs_off="enc-1-ffn")
     assert at.title[0].value == translate("residual_stream.title", lang)

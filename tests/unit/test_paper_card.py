@@ -34,12 +34,13 @@ def test_a_shipped_model_is_read_from_its_weights_and_its_saved_training_setting
 
 
 def test_a_planned_run_is_what_the_engine_would_train():
-    mine = of_planned_run("tiny", label_smoothing=0.2, warmup=300)
-    run = TrainingRun(TrainingConfig(preset="tiny", label_smoothing=0.2, warmup=300, max_steps=1), device="cpu")
+    mine = of_planned_run("tiny", dropout=0.25, label_smoothing=0.2, warmup=300)
+    run = TrainingRun(TrainingConfig(preset="tiny", dropout=0.25, label_smoothing=0.2, warmup=300, max_steps=1),
+                      device="cpu")
     config = run.model_config
     assert (mine["n_layers"], mine["d_model"], mine["n_heads"], mine["d_ff"]) == (config.n_layers, config.d_model,
                                                                                  config.n_heads, config.d_ff)
-    assert mine["dropout"] == run.config.dropout == config.dropout  # the dropout every run trains with
+    assert mine["dropout"] == run.config.dropout == config.dropout == 0.25  # the page's dropout is the run's
     group = run.optimizer.param_groups[0]
     assert tuple(group["betas"]) == ADAM_BETAS == mine["adam_betas"] and group["eps"] == ADAM_EPS == mine["adam_eps"]
     assert (mine["label_smoothing"], mine["warmup"]) == (0.2, 300)
