@@ -8,6 +8,7 @@ from explain.attention import (KINDS, AttentionView, HeadId, ablation_triples, a
                                attention_maps, attention_name, attention_view, blocked_cells, every_head_csv, format_probability,
                                greedy_answer, head_statistics, long_attention_csv, mean_peak, most_focused_head,
                                query_key_tokens, row_entropy, sequence_probability, why_scale)
+from explain.compatibility import COMPATIBILITIES, AdditiveView, CompatibilityCost, additive_view
 from explain.examples import REORDER, TRANSLATIONS
 from explain.head_output import head_outputs, head_outputs_csv
 from explain.pronoun import SENTENCES, PronounHeads, pronoun_frame, pronoun_heads, pronoun_missing
@@ -35,6 +36,7 @@ SECTIONS = ("overview", "heads", "inside", "stats", "ablation")
 SECTION = ChoiceParam("attention_view", "overview", choices=SECTIONS)
 KIND = ChoiceParam("attention_kind", "encoder", choices=KINDS)
 SCALE = BoolParam("attention_scale", True)
+COMPAT = ChoiceParam("attention_compat", "dot", choices=COMPATIBILITIES)
 ALL_HEADS = BoolParam("attention_all", True)
 LAYER_KEY, HEAD_KEY = "attention.layer", "attention.head"
 FOCUS = "attention.focus"  # the layer and head choice: the sharpest head until the visitor picks one
@@ -154,7 +156,8 @@ def head_view(view: AttentionView, kind: str, layer: int, head: int) -> None:
 
 
 def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> None:
-    """Q, K, V, the scores and the weights of one head, with or without the √d_k scaling."""
+    """Q, K, V, the scores and the weights of one head, with or without the √d_k scaling; the scores by the
+    model's dot product or, on the same Q and K, by the additive compatibility function (what each costs)."""
     scale = st.toggle(t("attention.inside.scale"), key=bind(SCALE, key="attention.scale"),
                       help=t("attention.inside.scale_help"))
     view = view_of(ckpt, source, answer, scale_scores=scale, need_details=True)
@@ -174,34 +177,96 @@ def inside(ckpt, source: str, answer: str, kind: str, layer: int, head: int) -> 
         x_title=t("attention.inside.dimension"),
         hover=f"%{{y}} · {t('attention.inside.dimension')} %{{x}}: %{{z:.3f}}")
     plot(outline(vectors) if marked in ("q", "k", "v") else vectors, key="attention.vectors", config=PLOT_CONFIG)
-    score_fig = charts.scores_figure(
-        scores, queries, keys, blocked=blocked,
-        title=t("attention.inside.scores_scaled" if scale else "attention.inside.scores_raw"),
-        x_title=t("attention.key_axis"), y_title=t("attention.query_axis"),
-        hover=f"{t('attention.query')} %{{y}} → {t('attention.key')} %{{x}}: %{{z:.2f}}")
-    plot(outline(score_fig) if marked == "scores" else score_fig, key="attention.scores", config=PLOT_CONFIG)
-    if blocked is not None:
-        st.caption(t("attention.inside.masked_note"))
-    sharpness(weights, other_weights)
-    st.caption(t("attention.inside.compare_scaled" if scale else "attention.inside.compare_raw"))
+    compat = st.segmented_control(t("attention.compat.label"), COMPATIBILITIES, required=True,
+                                  format_func=lambda c: t(f"attention.compat.option.{c}"),
+                                  key=bind(COMPAT, key="attention.compat"), help=t("attention.compat.help"))
+    if compat == "additive":
+        additive = additive_section(q, k, scores, weights, queries, keys, blocked)
+        raw_answer_note(ckpt, source, scale)
+        csv_download("attention.compat.export", lambda: attention_csv(additive.weights, queries, keys),
+                     f"attention_{kind}_L{layer}_H{head}_additive.csv", "attention.export_additive")
+        cost_section(len(queries), len(keys), d_k)
+    else:
+        score_fig = charts.scores_figure(
+            scores, queries, keys, blocked=blocked,
+            title=t("attention.inside.scores_scaled" if scale else "attention.inside.scores_raw"),
+            x_title=t("attention.key_axis"), y_title=t("attention.query_axis"), hover=score_hover())
+        plot(outline(score_fig) if marked == "scores" else score_fig, key="attention.scores", config=PLOT_CONFIG)
+        if blocked is not None:
+            st.caption(t("attention.inside.masked_note"))
+        cost = CompatibilityCost(len(queries), len(keys), d_k, d_k)
+        st.caption(t("attention.compat.dot_cost", tq=len(queries), tk=len(keys), d_k=d_k, mults=f"{cost.dot_mults:,}"))
+        sharpness(weights, other_weights)
+        st.caption(t("attention.inside.compare_scaled" if scale else "attention.inside.compare_raw"))
     why_scale_view(d_k)
-    weights_fig = charts.weights_entropy_figure(
-        weights, queries, keys, row_entropy(weights), blocked=blocked,
-        titles=(t("attention.inside.weights"), t("attention.inside.entropy")), x_title=t("attention.key_axis"),
-        y_title=t("attention.query_axis"), entropy_title=t("attention.inside.bits"), hover=weight_hover(),
-        entropy_hover=f"%{{y}}: %{{x:.2f}} {t('attention.inside.bits')}")
-    plot(outline(weights_fig) if marked == "weights" else weights_fig, key="attention.weights", config=PLOT_CONFIG)
-    if not scale:
-        raw_answer = computed(greedy_answer, source, model=ckpt, scale_scores=False)  # the views above decode nothing
-        st.info(t("attention.inside.raw_answer", answer=markdown_literal(raw_answer, limit=60)),
-                icon=":material/science:")
-    csv_download("attention.export", lambda: attention_csv(weights, queries, keys),
-                 f"attention_{kind}_L{layer}_H{head}_{'scaled' if scale else 'unscaled'}.csv",
-                 "attention.export_inside")
+    if compat == "dot":
+        weights_fig = charts.weights_entropy_figure(
+            weights, queries, keys, row_entropy(weights), blocked=blocked,
+            titles=(t("attention.inside.weights"), t("attention.inside.entropy")), x_title=t("attention.key_axis"),
+            y_title=t("attention.query_axis"), entropy_title=t("attention.inside.bits"), hover=weight_hover(),
+            entropy_hover=f"%{{y}}: %{{x:.2f}} {t('attention.inside.bits')}")
+        plot(outline(weights_fig) if marked == "weights" else weights_fig, key="attention.weights",
+             config=PLOT_CONFIG)
+        raw_answer_note(ckpt, source, scale)
+        csv_download("attention.export", lambda: attention_csv(weights, queries, keys),
+                     f"attention_{kind}_L{layer}_H{head}_{'scaled' if scale else 'unscaled'}.csv",
+                     "attention.export_inside")
     code_panel("attention", ("multi_head", "split_heads", "scaled_dot_product_attention", "masked_softmax"),
                ckpt=ckpt, source=source, target=answer, scale_scores=scale, paper_rows=("w_o", "mask_polarity"),
                where={"att": attention_name(kind, layer - 1), "stack": "decoder" if kind == "decoder" else "encoder"})
     what_attention_produces(ckpt, view, kind, layer, head)
+
+
+def score_hover() -> str:
+    return f"{t('attention.query')} %{{y}} → {t('attention.key')} %{{x}}: %{{z:.2f}}"
+
+
+def raw_answer_note(ckpt, source: str, scale: bool) -> None:
+    """Without the √d_k division, the answer the whole model then gives."""
+    if not scale:
+        raw_answer = computed(greedy_answer, source, model=ckpt, scale_scores=False)  # the views above decode nothing
+        st.info(t("attention.inside.raw_answer", answer=markdown_literal(raw_answer, limit=60)),
+                icon=":material/science:")
+
+
+def additive_section(q, k, dot_scores, dot_weights, queries: list[str], keys: list[str], blocked) -> AdditiveView:
+    """The same Q and K scored by vᵀ tanh(W_q q + W_k k) with untrained, seeded weights, and its softmax
+    weights against the model's own dot-product ones."""
+    d_k = q.shape[-1]
+    shown = computed(additive_view, q, k, blocked)
+    st.info(t("attention.compat.honest", d_a=d_k), icon=":material/casino:")
+    st.latex(r"\mathrm{score}(q_i, k_j) = v^{\top}\tanh(W_q\,q_i + W_k\,k_j)")
+    st.markdown(t("attention.compat.shapes", d_a=d_k, d_k=d_k))
+    fig = charts.scores_figure(shown.scores, queries, keys, blocked=blocked, title=t("attention.compat.scores_title"),
+                               x_title=t("attention.key_axis"), y_title=t("attention.query_axis"), hover=score_hover())
+    plot(fig, key="attention.additive_scores", config=PLOT_CONFIG)
+    if blocked is not None:
+        st.caption(t("attention.inside.masked_note"))
+    visible = dot_scores if blocked is None else dot_scores[~blocked]
+    st.caption(t("attention.compat.bound", d_a=d_k, bound=f"{shown.params.bound:.2f}",
+                 dot_max=f"{float(abs(visible).max()):.2f}"))
+    sharpness(shown.weights, dot_weights)
+    st.caption(t("attention.compat.compare"))
+    weights_fig = charts.weights_entropy_figure(
+        shown.weights, queries, keys, row_entropy(shown.weights), blocked=blocked,
+        titles=(t("attention.compat.weights_title"), t("attention.inside.entropy")), x_title=t("attention.key_axis"),
+        y_title=t("attention.query_axis"), entropy_title=t("attention.inside.bits"), hover=weight_hover(),
+        entropy_hover=f"%{{y}}: %{{x:.2f}} {t('attention.inside.bits')}")
+    plot(weights_fig, key="attention.additive_weights", config=PLOT_CONFIG)
+    return shown
+
+
+def cost_section(n_q: int, n_k: int, d_k: int) -> None:
+    """What scoring this head's queries and keys costs each way (d_a = d_k), and the paper's verdict."""
+    cost = CompatibilityCost(n_q, n_k, d_k, d_k)
+    st.markdown(f"**{t('attention.compat.cost.heading')}**")
+    st.markdown(t("attention.compat.cost.intro", tq=n_q, tk=n_k, d_k=d_k, d_a=d_k))
+    table = cost.table()
+    table["quantity"] = [t(f"attention.compat.cost.row_{name}") for name in table["quantity"]]
+    # a static table: its long formulas wrap on a phone, where a data grid would cut them off
+    st.table(table.rename(columns={c: t(f"attention.compat.cost.col_{c}") for c in table.columns})
+             .set_index(t("attention.compat.cost.col_quantity")))
+    st.caption(t("attention.compat.cost.paper"))
 
 
 def why_scale_view(d_k: int) -> None:

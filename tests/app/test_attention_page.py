@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from explain.attention import KINDS
 from model.tasks import get_task
-from tests.app.apptest_helpers import (chart, clean, open_script, query, random_model_fixtures, values,
+from tests.app.apptest_helpers import (chart, clean, open_script, query, random_model_fixtures, texts, values,
                                       write_random_checkpoint)
 from ui import models
 from ui.i18n import LANGS, catalogs, translate
@@ -379,3 +379,66 @@ def test_inside_one_head_computes_nothing_new_once_the_warm_up_has_run(app, monk
     clean(at.button_group(key="attention.section").set_value("inside").run())
     assert at.metric, "the inside view was not drawn"
     assert views == [] and tables == []
+
+
+# ------------------------------------------------------------------ additive vs dot-product compatibility (section 3.2.1)
+
+
+def chart_keys(at: AppTest) -> set[str]:
+    """The attention page's chart keys shown, e.g. ``{"attention.scores", ...}``."""
+    return {"attention." + c.proto.id.rsplit("-attention.", 1)[-1] for c in at.get("plotly_chart")
+            if "-attention." in c.proto.id}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_additive_function_scores_the_same_q_and_k_with_seeded_weights(app, lang, kind):
+    from explain.compatibility import CompatibilityCost, additive_params, additive_scores
+
+    at = open_attention(app, lang=lang, attention_view="inside", attention_kind=kind, attention_layer="2",
+                        attention_head="1", attention_compat="additive")
+    assert at.segmented_control(key="attention.compat").value == "additive"
+    q, k, _ = all_heatmaps(chart(at, "attention.vectors"))
+    scores = all_heatmaps(chart(at, "attention.additive_scores"))[0]
+    expected = additive_scores(q, k, additive_params(D_K, D_K))  # from the Q and K the page drew, independently
+    shown = ~np.isnan(scores)
+    np.testing.assert_allclose(scores[shown], expected[shown], atol=1e-4)
+    assert shown.all() if kind != "decoder" else not shown[np.triu_indices(len(q), k=1)].any()
+    weights = all_heatmaps(chart(at, "attention.additive_weights"))[0]
+    assert weights.shape == (len(q), len(k)) and np.allclose(weights.sum(axis=1), 1.0, atol=1e-3)
+    assert "attention.scores" not in chart_keys(at) and "attention.weights" not in chart_keys(at)
+    assert translate("attention.compat.honest", lang, d_a=D_K) in texts(at.info)
+    table = at.table[0].value
+    cost = CompatibilityCost(len(q), len(k), D_K, D_K).table()
+    assert list(table[translate("attention.compat.cost.col_additive", lang)]) == list(cost["additive"])
+    assert list(table[translate("attention.compat.cost.col_dot", lang)]) == list(cost["dot"])
+    assert f"{(len(q) + len(k)) * D_K * D_K + len(q) * len(k) * D_K:,}" in table.iloc[0, 1]
+    assert translate("attention.compat.cost.paper", lang) in texts(at.caption)
+    assert not at.exception
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_dot_product_stays_the_default_and_states_its_cost(app, lang):
+    at = open_attention(app, lang=lang, attention_view="inside", attention_kind="encoder")
+    assert at.segmented_control(key="attention.compat").value == "dot" and query(at, "attention_compat") == "dot"
+    assert {"attention.scores", "attention.weights"} <= chart_keys(at)
+    assert "attention.additive_scores" not in chart_keys(at) and not at.table
+    q, k, _ = all_heatmaps(chart(at, "attention.vectors"))
+    n_q, n_k = len(q), len(k)
+    assert translate("attention.compat.dot_cost", lang, tq=n_q, tk=n_k, d_k=D_K, mults=f"{n_q * n_k * D_K:,}") \
+        in texts(at.caption)
+    clean(at.segmented_control(key="attention.compat").set_value("additive").run())
+    assert query(at, "attention_compat") == "additive"
+    assert {"attention.additive_scores", "attention.additive_weights"} <= chart_keys(at)
+    clean(at.segmented_control(key="attention.compat").set_value("dot").run())
+    assert "attention.scores" in chart_keys(at) and not at.exception
+
+
+@pytest.mark.parametrize("bad", ["bahdanau", "<script>x</script>", ""])
+def test_a_bad_compatibility_in_the_link_falls_back_to_the_dot_product(app, bad):
+    at = open_attention(app, attention_view="inside", attention_compat=bad)
+    assert at.segmented_control(key="attention.compat").value == "dot"
+    assert query(at, "attention_compat") == "dot"
+    assert "attention.scores" in chart_keys(at) and not at.exception
+    if bad:
+        assert len(at.toast) == 1

@@ -232,3 +232,31 @@ def test_reverse_opens_on_its_sharpest_cross_attention_head_and_the_statistics_s
     assert len(labels) == ckpt.model.config.n_layers * ckpt.model.config.n_heads
     assert not any(overlap(a, b) for i, a in enumerate(labels) for b in labels[i + 1:]), labels
     screenshot(p, f"attention_stats_focus_{lang}")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_inside_one_head_switches_to_additive_compatibility_and_fits_a_phone(page, wait_for_app, screenshot, lang):
+    """Paper section 3.2.1: the same Q and K scored by vᵀtanh(W_q q + W_k k), with what each function costs."""
+    p = page(f"/attention?model=copy&lang={lang}&attention_view=inside&attention_kind=encoder", locale=locale(lang))
+    expect(charts(p, "attention.scores")).to_have_count(1)
+    expect(charts(p, "attention.additive_scores")).to_have_count(0)
+    choose(p, wait_for_app, "attention.compat", translate("attention.compat.option.additive", lang),
+           "attention_compat", "additive")
+    for key in ("attention.additive_scores", "attention.additive_weights"):
+        expect(charts(p, key)).to_have_count(1)
+    expect(charts(p, "attention.scores")).to_have_count(0)
+    expect(p.get_by_text(translate("attention.compat.cost.heading", lang), exact=True)).to_be_visible()
+    expect(p.locator(f"{MAIN} [data-testid='stTable']")).to_contain_text(
+        translate("attention.compat.cost.row_tanh", lang))
+    widget(p, "attention.additive_scores").scroll_into_view_if_needed()
+    screenshot(p, f"attention_additive_{lang}")
+    p.set_viewport_size({"width": 390, "height": 844})
+    wait_for_app(p)
+    for key in ("attention.additive_scores", "attention.additive_weights"):
+        box = charts(p, key).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    screenshot(p, f"attention_additive_{lang}_390px")
+    choose(p, wait_for_app, "attention.compat", translate("attention.compat.option.dot", lang), "attention_compat",
+           "dot")
+    expect(charts(p, "attention.scores")).to_have_count(1)
+    assert p.locator(EXCEPTION).count() == 0
