@@ -1,10 +1,10 @@
-"""Decoding: the autoregressive loop step by step, greedy / beam / sampling side by side, and
-teacher forcing (training) against free running (inference)."""
+"""Decoding: the autoregressive loop step by step, greedy / beam / sampling side by side, teacher
+forcing (training) against free running (inference), and all at once (one pass) against one at a time."""
 import streamlit as st
 
-from explain.decoding import (EOS, STRATEGIES, TOP_K_CHOICES, TRACE_K, DecodeTrace, beams_table, cache_savings, decode,
-                              first_difference, forcing_table, generated_tokens, parse_top_k, sample_chance, step_after,
-                              teacher_forcing)
+from explain.decoding import (EOS, PARALLEL_COLUMNS, PLACEHOLDERS, STRATEGIES, TOP_K_CHOICES, TRACE_K, DecodeTrace,
+                              TokenCount, all_at_once, beams_table, cache_savings, decode, first_difference,
+                              forcing_table, generated_tokens, parse_top_k, sample_chance, step_after, teacher_forcing)
 from explain.attention import format_probability
 from explain.examples import PRONOUN_SENTENCES, REFERENT_AFTER, REORDER, TRANSLATIONS
 from explain.output import trained_epsilon
@@ -22,10 +22,11 @@ from ui.page_css import formula_row
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import ChoiceParam, FloatParam, IntParam, TextParam, bind, clamp_state, markdown_literal, pick
-from ui.widgets import (answer_box, char_limit, plot, sentence_input, show_box_cut, show_notices, unit_names,
-                        unknown_source_note)
+from ui.viewport import is_narrow
+from ui.widgets import (answer_box, char_limit, csv_download, plot, sentence_input, show_box_cut, show_notices,
+                        unit_names, unknown_source_note)
 
-SECTIONS = ("steps", "compare", "forcing")
+SECTIONS = ("steps", "compare", "forcing", "parallel")
 SECTION = ChoiceParam("decoding_view", "steps", choices=SECTIONS)
 STRATEGY = ChoiceParam("decoding_strategy", "greedy", choices=STRATEGIES)
 BEAM = IntParam("decoding_beam", 3, lo=1, hi=8)
@@ -33,6 +34,7 @@ TEMPERATURE = FloatParam("decoding_temp", 1.0, lo=0.0, hi=2.0, step=0.1)
 TOP_K = ChoiceParam("decoding_topk", "all", choices=TOP_K_CHOICES)
 TARGET_CHARS = 200  # the typed teacher-forcing answer: any paste is taken and cut to this
 SEED = IntParam("decoding_seed", 0, lo=0, hi=9999)
+PLACEHOLDER = ChoiceParam("decoding_placeholder", "unk", choices=PLACEHOLDERS)
 STEP_KEY = "decoding.step"
 JUMP_KEY = "decoding.jump_after"  # session state: an example's text; step-by-step opens on the step after it
 
@@ -263,6 +265,67 @@ def forcing(ckpt, source: str) -> None:
     smoothing_note(ckpt, "decoding.smoothing_note", before=t("decoding.forcing.caption"))
 
 
+# ------------------------------------------------------------------ all at once vs one at a time
+
+
+def counted(counts: list[TokenCount]) -> str:
+    """The tokens one decoding writes a different number of times from the other, with both counts
+    (a missing token that the pass never writes: its name only)."""
+    def one(c: TokenCount) -> str:
+        token = markdown_literal(display_token(c.token))
+        if c.parallel == 0:
+            return t("decoding.parallel.token", token=token)
+        key = "count" if c.parallel > c.greedy else "count_fewer"
+        return t(f"decoding.parallel.{key}", token=token, parallel=c.parallel, greedy=c.greedy)
+    return t("decoding.parallel.list_sep").join(one(c) for c in counts)
+
+
+@fragment
+def parallel(ckpt, source: str) -> None:
+    """ONE decoder pass over <bos> + placeholders with the argmax at every position, beside greedy decoding
+    (one pass per token): both answers token by token, the positions that differ, the tokens written too
+    often or not at all, and the passes each needed."""
+    placeholder = st.segmented_control(t("decoding.parallel.placeholder"), PLACEHOLDERS, required=True,
+                                       format_func=lambda p: t(f"decoding.parallel.placeholder_name.{p}"),
+                                       key=bind(PLACEHOLDER, key="decoding.placeholder"),
+                                       help=t("decoding.parallel.placeholder_help"))
+    shown = computed(all_at_once, source, placeholder, model=ckpt)
+    names = (t("decoding.parallel.greedy"), t("decoding.parallel.parallel"))
+    once, steps = shown.passes
+    left, right = st.columns(2)
+    left.metric(t("decoding.parallel.passes", name=names[0]), steps, help=t("decoding.parallel.passes_greedy_help"))
+    right.metric(t("decoding.parallel.passes", name=names[1]), once, help=t("decoding.parallel.passes_parallel_help"))
+    st.markdown(t("decoding.parallel.inputs", n=len(shown.inputs), placeholder=markdown_literal(shown.placeholder),
+                  many=len(shown.inputs) - 1))
+    fig = pictures.two_rows((shown.greedy, shown.parallel), (shown.greedy_probs, shown.parallel_probs),
+                            shown.differs, names=names, x_title=t("decoding.parallel.position"),
+                            hover=t("decoding.parallel.hover"), down=is_narrow())
+    plot(fig, key="decoding.parallel_chart", config=PLOT_CONFIG)
+    same = shown.differs.count(False)
+    st.caption(t("decoding.parallel.caption", same=same, n=len(shown.differs)))
+    for column, name, text in zip(st.columns(2), names, (shown.greedy_output, shown.parallel_output)):
+        with column:
+            st.markdown(f"**{name}**")
+            answer_box(text)
+    if not any(shown.differs):
+        st.success(t("decoding.parallel.all_same"), icon=":material/check:")
+    else:
+        first = shown.differs.index(True)
+        notes = [t("decoding.parallel.first_difference", position=first)]
+        if shown.too_often:
+            notes.append(t("decoding.parallel.too_often", tokens=counted(shown.too_often)))
+        if shown.missing:
+            notes.append(t("decoding.parallel.missing", tokens=counted(shown.missing)))
+        if not shown.parallel_finished:
+            notes.append(t("decoding.parallel.no_eos"))
+        st.warning("\n".join(f"- {note}" for note in notes), icon=":material/difference:")
+    st.markdown(t("decoding.parallel.why"))
+    st.caption(t("decoding.parallel.length_note"))
+    columns = {name: t(f"decoding.parallel.col_{name}") for name in PARALLEL_COLUMNS}
+    csv_download("decoding.parallel.download", lambda: shown.table(columns).to_csv(index=False),
+                 "all_at_once.csv", "decoding.parallel_csv")
+
+
 # ------------------------------------------------------------------ the page
 
 
@@ -279,10 +342,12 @@ def decoder_page(ckpt) -> str | None:
         step_by_step(ckpt, source)
     elif section == "compare":
         compare(ckpt, source)
+    elif section == "parallel":
+        parallel(ckpt, source)
     else:
         forcing(ckpt, source)
-    code_panel("decoding", {"steps": ("greedy", "decode_loop"), "compare": ("greedy", "beam_search")}.get(
-        section, ("decode",)))
+    code_panel("decoding", {"steps": ("greedy", "decode_loop"), "compare": ("greedy", "beam_search"),
+                            "parallel": ("decode", "decode_loop")}.get(section, ("decode",)))
     return source
 
 

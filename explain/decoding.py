@@ -6,6 +6,7 @@ forcing, as plain Python/numpy, plus the tables the page shows of them.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -22,6 +23,8 @@ EOS, BOS = "<eos>", "<bos>"
 BEAM_COLUMNS = ("step", "rank", "text", "score", "finished")
 FORCING_COLUMNS = ("position", "reads_true", "should", "predicts", "p_true", "ok", "reads_own", "writes_own")
 CACHE_COLUMNS = ("step", "writes", "computed", "reused", "without")
+PLACEHOLDERS: tuple[str, ...] = ("unk", "bos")  # what fills the positions of the all-at-once pass after <bos>
+PARALLEL_COLUMNS = ("position", "greedy", "greedy_p", "parallel", "parallel_p", "same")
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,108 @@ def sample_chance(checkpoint: Any, source: str, answer: str, temperature: float,
     tgt = tgt_tok.encode(answer)[: limit - 1]
     result = decoding.teacher_forced_predictions(model, src, tgt, bos_id=tgt_tok.bos_id, eos_id=tgt_tok.eos_id)
     return result.chance(temperature, top_k)
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """A token written a different number of times by the all-at-once pass than by greedy decoding."""
+
+    token: str
+    parallel: int  # times in the all-at-once answer (up to its first <eos>, included)
+    greedy: int  # times in the greedy answer (<eos> included)
+
+
+@dataclass(frozen=True)
+class AllAtOnce:
+    """One decoder pass over ``<bos>`` + placeholders, the argmax taken at every position, beside greedy
+    decoding of the same source (``n`` positions each: as many as greedy took steps).
+
+    ``parallel[i]`` / ``greedy[i]`` is the token each writes at position ``i`` (0-based), with its
+    probability. The answers are read up to the first ``<eos>`` (included); ``too_often`` and ``missing``
+    compare how often each token occurs in them, so a repeated token shows up as written too often.
+    """
+
+    placeholder: str  # the filler token, as shown ("<unk>" or "<bos>")
+    inputs: list[str]  # the one pass's decoder input: <bos> + n - 1 placeholders
+    parallel: list[str]
+    parallel_probs: list[float]
+    greedy: list[str]
+    greedy_probs: list[float]
+    parallel_output: str  # the text up to the first <eos>
+    greedy_output: str
+    parallel_finished: bool  # the pass wrote <eos> somewhere
+    too_often: list[TokenCount]
+    missing: list[TokenCount]
+
+    @property
+    def differs(self) -> list[bool]:
+        return [a != b for a, b in zip(self.parallel, self.greedy)]
+
+    @property
+    def passes(self) -> tuple[int, int]:
+        """Decoder passes: (all at once, step by step). The encoder runs once for each."""
+        return 1, len(self.greedy)
+
+    def table(self, columns: dict[str, str], *, show: Callable[[str], str] = str) -> pd.DataFrame:
+        """Position by position (what the chart shows, for its CSV); ``columns`` maps each of
+        :data:`PARALLEL_COLUMNS` to its shown header."""
+        rows = [{"position": i, "greedy": show(g), "greedy_p": round(gp, 4), "parallel": show(a),
+                 "parallel_p": round(ap, 4), "same": "✓" if a == g else "✗"}
+                for i, (g, gp, a, ap) in enumerate(zip(self.greedy, self.greedy_probs, self.parallel,
+                                                       self.parallel_probs))]
+        return pd.DataFrame(rows, columns=list(PARALLEL_COLUMNS)).rename(columns=columns)
+
+
+def _through_eos(tokens: Sequence[str]) -> list[str]:
+    """``tokens`` up to and including the first <eos> (all of them without one)."""
+    return list(tokens[: tokens.index(EOS) + 1]) if EOS in tokens else list(tokens)
+
+
+def count_differences(parallel: Sequence[str], greedy: Sequence[str]) -> tuple[list[TokenCount], list[TokenCount]]:
+    """(written too often, missing): the tokens the two answers (each read up to its first <eos>) write a
+    different number of times, in the order they first appear in the answer that has more of them."""
+    mine, theirs = _through_eos(parallel), _through_eos(greedy)
+    have, want = Counter(mine), Counter(theirs)
+    too_often = [TokenCount(tok, have[tok], want[tok]) for tok in dict.fromkeys(mine) if have[tok] > want[tok]]
+    missing = [TokenCount(tok, have[tok], want[tok]) for tok in dict.fromkeys(theirs) if want[tok] > have[tok]]
+    return too_often, missing
+
+
+def all_at_once(checkpoint: Any, source: str, placeholder: str = "unk") -> AllAtOnce:
+    """The non-autoregressive question: ONE decoder pass reads ``<bos>`` followed by placeholders
+    (``placeholder``: "unk" for ``<unk>``, "bos" for copies of ``<bos>``), the look-ahead mask on as in
+    training, and the argmax is taken at every position; beside it, greedy decoding of the same source.
+
+    The pass has as many positions as greedy took steps (a length the pass is given, not one it finds).
+    Neither placeholder is ``<pad>``, so the padding mask hides none of them. The forward is the model's
+    own one-pass decoder (:func:`model.decoding.teacher_forced_predictions`, with placeholders for the target).
+    """
+    if placeholder not in PLACEHOLDERS:
+        raise ValueError(f"Unknown placeholder {placeholder!r}; use one of {PLACEHOLDERS}.")
+    tok, tgt_tok, model = checkpoint.tokenizer, target_tokenizer(checkpoint), checkpoint.model
+    src = tok.encode(source)[: model.config.max_len]
+    greedy = decoding.greedy_decode(model, src, max_len=decode_limit(checkpoint, source), bos_id=tgt_tok.bos_id,
+                                    eos_id=tgt_tok.eos_id, top_k=1)
+    filler = tgt_tok.unk_id if placeholder == "unk" else tgt_tok.bos_id
+    n = len(greedy.steps)
+    one_pass = decoding.teacher_forced_predictions(model, src, [filler] * (n - 1), bos_id=tgt_tok.bos_id,
+                                                   eos_id=tgt_tok.eos_id)
+    parallel = tgt_tok.token_strings(one_pass.predicted_ids)
+    greedy_tokens = tgt_tok.token_strings([step.chosen for step in greedy.steps])
+    too_often, missing = count_differences(parallel, greedy_tokens)
+    return AllAtOnce(
+        placeholder=tgt_tok.token_strings([filler])[0],
+        inputs=tgt_tok.token_strings(one_pass.input_ids),
+        parallel=parallel,
+        parallel_probs=[float(p) for p in one_pass.predicted_probs],
+        greedy=greedy_tokens,
+        greedy_probs=[float(np.exp(step.chosen_logprob)) for step in greedy.steps],
+        parallel_output=tgt_tok.decode(one_pass.predicted_ids),
+        greedy_output=tgt_tok.decode(greedy.tokens),
+        parallel_finished=EOS in parallel,
+        too_often=too_often,
+        missing=missing,
+    )
 
 
 @dataclass(frozen=True)

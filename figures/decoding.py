@@ -213,3 +213,45 @@ def _axis_settings(axis) -> dict:
     for placement in ("domain", "anchor"):
         settings.pop(placement, None)
     return settings
+
+
+SAME_FILL = "#e3f2e5"  # a position where the two decodings agree
+DIFFERENT_FILL = "#fbd5d3"  # one where they differ
+ROW_CELL_PX = 34  # one position's row when the positions run down (a phone)
+
+
+def two_rows(rows: Sequence[Sequence[str]], probs: Sequence[Sequence[float]], differs: Sequence[bool], *,
+             names: Sequence[str], x_title: str, hover: str, down: bool = False) -> go.Figure:
+    """Two decodings token by token, one row each, position by position; the cells of the positions
+    where they differ red, the others green; each cell's hover gives its probability.
+
+    ``down`` (a phone) turns it: the positions run down and the decodings stand side by side, so a long
+    answer grows taller instead of cramming its tokens into 390 px. ``hover`` is a template with
+    ``%{customdata[0]}`` (the decoding), ``%{customdata[1]}`` (the token), ``%{customdata[2]:.3f}`` (its
+    probability) and ``%{customdata[3]}`` (the position).
+    """
+    n = len(differs)
+    z = np.tile(np.asarray(differs, dtype=float), (len(rows), 1))  # (2, n)
+    text = [[token_label(tok) for tok in row] for row in rows]
+    custom = np.array([[[html.escape(name), label, p, i] for i, (label, p) in enumerate(zip(row, row_probs))]
+                       for name, row, row_probs in zip(names, text, probs)], dtype=object)  # (2, n, 4)
+    labels = [html.escape(name) for name in names]
+    if down:
+        z, text, custom = z.T, [list(col) for col in zip(*text)], custom.transpose(1, 0, 2)
+    cells = go.Heatmap(z=z, text=text, texttemplate="%{text}", textfont=dict(size=15), customdata=custom,
+                       colorscale=[[0, SAME_FILL], [1, DIFFERENT_FILL]], zmin=0, zmax=1, showscale=False, xgap=2,
+                       ygap=2, hovertemplate=hover + "<extra></extra>")
+    positions = dict(tickmode="array", tickvals=list(range(n)), ticktext=[str(i) for i in range(n)], title=x_title)
+    names_axis = dict(tickmode="array", tickvals=list(range(len(rows))), ticktext=labels)
+    if down:
+        fig = figure(cells, height=ROW_CELL_PX * n + 90)
+        fig.update_layout(margin=dict(t=50))
+        fig.update_xaxes(**names_axis, side="top")
+        fig.update_yaxes(**positions, autorange="reversed")
+    else:
+        fig = figure(cells, height=200)
+        fig.update_xaxes(**positions)
+        fig.update_yaxes(**names_axis, autorange="reversed")
+    fig.update_xaxes(showgrid=False, zeroline=False)
+    fig.update_yaxes(showgrid=False, zeroline=False)
+    return fig

@@ -5,19 +5,23 @@ table, and the URL.
 """
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from explain.decoding import count_differences
 from model import decoding
 from model.tasks import get_task
 from tests.app.apptest_helpers import chart, clean, open_script, query, random_model_fixtures, values
 from ui import models
 from ui.i18n import LANGS, catalogs, translate
+from ui.url_state import markdown_literal
 
 N_LAYERS, N_HEADS = 2, 2
 STRATEGIES = ("greedy", "beam", "sample")
-SECTIONS = ("steps", "compare", "forcing")
+SECTIONS = ("steps", "compare", "forcing", "parallel")
 checkpoint_dir, random_models = random_model_fixtures(
     ("copy", 3), ("dates", 4), folder="decoding_checkpoints", d_model=32, n_heads=N_HEADS, n_layers=N_LAYERS,
     d_ff=64, max_len=40, label_smoothing=0.2)
@@ -233,6 +237,67 @@ def test_a_target_can_be_typed_when_the_task_has_none(app):
     clean(at.text_input(key="decoding.target").set_value("2026-03-03").run())
     assert query(at, "decoding_target") == "2026-03-03"
     assert len(at.dataframe[0].value) == len("2026-03-03") + 1
+
+
+# ------------------------------------------------------------------ all at once vs one at a time
+
+
+def parallel_rows(at: AppTest) -> tuple[list[list[str]], np.ndarray]:
+    """(the two rows' tokens: step by step, all at once; which positions differ) from the chart."""
+    cells = chart(at, "decoding.parallel_chart")["data"][0]
+    return cells["text"], values(cells["z"])
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_all_at_once_beside_step_by_step_with_the_passes_each_needs(app, lang):
+    at = open_decoding(app, lang=lang, decoding_view="parallel")
+    assert at.segmented_control(key="decoding.placeholder").value == "unk"
+    (greedy, parallel), differs = parallel_rows(at)
+    n = len(greedy)
+    assert len(parallel) == n and differs.shape == (2, n)
+    assert (differs[0] == differs[1]).all() and (differs[0] == [a != b for a, b in zip(greedy, parallel)]).all()
+    assert n == step_slider(open_decoding(app, lang=lang)).max, "as many positions as greedy decoding took steps"
+    passes = [m.value for m in at.metric]
+    assert passes == [str(n), "1"], "step by step: one pass per token written; all at once: one"
+    assert [m.label for m in at.metric] == [
+        translate("decoding.parallel.passes", lang, name=translate(f"decoding.parallel.{name}", lang))
+        for name in ("greedy", "parallel")]
+    inputs = translate("decoding.parallel.inputs", lang, n=n, placeholder=r"\<unk\>", many=n - 1)
+    assert inputs in [m.value for m in at.markdown]
+    assert translate("decoding.parallel.why", lang) in [m.value for m in at.markdown]
+    if differs.any():
+        first = translate("decoding.parallel.first_difference", lang, position=int(np.argmax(differs[0])))
+        assert first in at.warning[0].value
+        shown = [[html.unescape(tok) for tok in row] for row in (parallel, greedy)]
+        too_often, missing = count_differences(*shown)
+        for c in too_often:
+            assert translate("decoding.parallel.count", lang, token=markdown_literal(c.token), parallel=c.parallel,
+                             greedy=c.greedy) in at.warning[0].value
+        for c in missing:
+            assert f"**{markdown_literal(c.token)}**" in at.warning[0].value
+    else:
+        assert at.success[0].value == translate("decoding.parallel.all_same", lang)
+    assert query(at, "decoding_view") == "parallel"
+
+
+def test_copies_of_bos_as_placeholders_through_the_control_and_the_url(app):
+    at = open_decoding(app, decoding_view="parallel")
+    clean(at.segmented_control(key="decoding.placeholder").set_value("bos").run())
+    assert query(at, "decoding_placeholder") == "bos"
+    (greedy, parallel), _ = parallel_rows(at)
+    n = len(greedy)
+    inputs = translate("decoding.parallel.inputs", "en", n=n, placeholder=r"\<bos\>", many=n - 1)
+    assert inputs in [m.value for m in at.markdown]
+    linked = open_decoding(app, decoding_view="parallel", decoding_placeholder="bos")
+    assert parallel_rows(linked)[0][1] == parallel, "the link shows the same pass"
+
+
+@pytest.mark.parametrize("bad", ["pad", "<script>alert(1)</script>", ""])
+def test_a_hostile_placeholder_in_the_url_falls_back_to_unk(app, bad):
+    at = open_decoding(app, decoding_view="parallel", decoding_placeholder=bad)
+    assert at.segmented_control(key="decoding.placeholder").value == "unk"
+    assert len(at.toast) == 1 and query(at, "decoding_placeholder") == "unk", "said, and the link corrected"
+    assert chart(at, "decoding.parallel_chart")
 
 
 # ------------------------------------------------------------------ languages, bad input, no model

@@ -254,3 +254,32 @@ def test_the_teacher_forcing_table_fits_a_1280_px_page(page, wait_for_app, scree
     scroll, client = grid.locator(".dvn-scroller").first.evaluate("s => [s.scrollWidth, s.clientWidth]")
     assert scroll <= client, f"the table is {scroll - client} px wider than its box"
     screenshot(p, f"decoding_forcing_table_1280px_{lang}")
+
+
+def test_all_at_once_against_one_at_a_time(page, wait_for_app, screenshot):
+    """The shipped copy model on "hello world": one pass over <bos> + 11 placeholders writes repeats and no
+    <eos> (12 passes step by step, 1 all at once); copies of <bos> make every position write "h"; at 390 px
+    the positions run down the screen and nothing scrolls sideways."""
+    p = page("/decoding?model=copy&lang=en&decoding_view=parallel&decoding_text=hello+world")
+    wait_for_app(p)
+    expect(charts(p, "decoding.parallel_chart")).to_have_count(1)
+    metrics = p.locator(f"{MAIN} [data-testid='stMetricValue']")
+    expect(metrics).to_have_text(["12", "1"])
+    answers = p.locator(f"{MAIN} [data-testid='stCode']")
+    expect(answers.nth(0)).to_contain_text("hello world")
+    expect(answers.nth(1)).to_contain_text("hlo  wworrll")
+    expect(p.get_by_text(translate("decoding.parallel.no_eos", "en").split("`")[0])).to_be_visible()
+    screenshot(p, "decoding_all_at_once_en")
+    widget(p, "decoding.placeholder").get_by_role("radio").nth(1).click()  # copies of <bos>
+    p.wait_for_url(re.compile(r"decoding_placeholder=bos(&|$)"))
+    wait_for_app(p)
+    expect(answers.nth(1)).to_contain_text("h" * 12)
+    phone = page("/decoding?model=copy&lang=en&decoding_view=parallel&decoding_text=hello+world", phone=True)
+    chart = charts(phone, "decoding.parallel_chart")
+    expect(chart).to_have_count(1)
+    width = phone.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollWidth")
+    assert width <= 390, width
+    chart.scroll_into_view_if_needed()
+    assert chart.bounding_box()["height"] > chart.bounding_box()["width"], "the positions run down a phone"
+    screenshot(phone, "decoding_all_at_once_390px_en")
+    assert p.locator(EXCEPTION).count() == 0 and phone.locator(EXCEPTION).count() == 0

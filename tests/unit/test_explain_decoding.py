@@ -7,6 +7,7 @@ import torch
 
 from explain import decoding as dec
 from figures.labels import display_token
+from model.checkpoint import load_checkpoint, pretrained_path
 from model.config import TransformerConfig
 from model.tokenizer import CharTokenizer
 from model.transformer import Transformer
@@ -141,3 +142,76 @@ def test_cache_savings_are_read_off_the_real_cached_greedy_decode(ckpt):
     assert list(table.columns) == [name.upper() for name in dec.CACHE_COLUMNS]
     assert table["STEP"].tolist() == list(range(1, len(savings.tokens) + 1))
     assert table["COMPUTED"].sum() == savings.total_computed
+
+
+# ------------------------------------------------------------------ all at once vs one at a time
+
+
+@pytest.fixture(scope="module")
+def shipped_copy():
+    return load_checkpoint(pretrained_path("copy"), map_location="cpu")
+
+
+def test_token_counts_name_what_is_written_too_often_and_what_is_missing():
+    too_often, missing = dec.count_differences(["a", "a", "b", dec.EOS, "c"], ["a", "b", "c", dec.EOS])
+    assert too_often == [dec.TokenCount("a", 2, 1)], "after its <eos> the answer is not read"
+    assert missing == [dec.TokenCount("c", 0, 1)]
+    too_often, missing = dec.count_differences(["x", "x", "x"], ["x", "y", dec.EOS])
+    assert too_often == [dec.TokenCount("x", 3, 1)]
+    assert missing == [dec.TokenCount("y", 0, 1), dec.TokenCount(dec.EOS, 0, 1)]
+    assert dec.count_differences(["a", dec.EOS], ["a", dec.EOS]) == ([], [])
+
+
+def test_all_at_once_is_one_pass_of_the_model_over_bos_and_placeholders(shipped_copy):
+    """The shipped copy model on "hello world": one pass over <bos> + 11 × <unk>, checked against the model's
+    own forward (its fast path, the look-ahead mask on), and beside the greedy decode of the same source."""
+    ckpt, source = shipped_copy, "hello world"
+    shown = dec.all_at_once(ckpt, source, "unk")
+    greedy = dec.decode(ckpt, source, "greedy")
+    n = len(greedy.steps)
+    assert shown.greedy == dec.generated_tokens(greedy) == list(source) + [dec.EOS]
+    assert shown.greedy_output == greedy.output == source
+    assert shown.greedy_probs == pytest.approx([s.chosen_prob for s in greedy.steps], abs=1e-5)
+    assert shown.placeholder == "<unk>" and shown.inputs == ["<bos>"] + ["<unk>"] * (n - 1)
+    assert shown.passes == (1, n) == (1, 12)
+    tgt = ckpt.tokenizer
+    ids = [tgt.bos_id] + [tgt.unk_id] * (n - 1)
+    assert tgt.pad_id not in ids, "no placeholder is hidden by the padding mask"
+    with torch.inference_mode():
+        logits = ckpt.model(torch.tensor([tgt.encode(source)]), torch.tensor([ids]), need_weights=False).logits[0]
+    probs = logits.float().softmax(-1)
+    assert shown.parallel == tgt.token_strings(probs.argmax(-1).tolist())
+    assert shown.parallel_probs == pytest.approx(probs.max(-1).values.tolist(), abs=1e-4)
+    # Position 0 reads only <bos> in both (the look-ahead mask): the same token with the same probability.
+    assert shown.parallel[0] == shown.greedy[0] == "h"
+    assert shown.parallel_probs[0] == pytest.approx(shown.greedy_probs[0], abs=1e-5)
+    # What the shipped model writes all at once: repeats, and no <eos>.
+    assert "".join(shown.parallel) == "hlo  wworrll"
+    assert shown.differs == [a != b for a, b in zip("hlo  wworrll", list(source) + [dec.EOS])]
+    assert not shown.parallel_finished and shown.parallel_output == "hlo  wworrll"
+    assert shown.too_often == [dec.TokenCount(" ", 2, 1), dec.TokenCount("w", 2, 1), dec.TokenCount("r", 2, 1)]
+    assert shown.missing == [dec.TokenCount("e", 0, 1), dec.TokenCount("d", 0, 1), dec.TokenCount(dec.EOS, 0, 1)]
+
+
+def test_fed_its_own_answer_one_pass_gives_every_greedy_token(shipped_copy):
+    """Why the placeholders fail: with the right prefix (teacher forcing on greedy's own answer) the same
+    single pass writes every greedy token; with placeholders each position guesses what came before it."""
+    ckpt, source = shipped_copy, "hello world"
+    shown = dec.all_at_once(ckpt, source)
+    forced = dec.teacher_forcing(ckpt, source, shown.greedy_output)
+    assert forced.predicted_tokens == shown.greedy and forced.n_correct == len(shown.greedy)
+
+
+def test_copies_of_bos_as_placeholders_and_a_bad_placeholder(shipped_copy):
+    shown = dec.all_at_once(shipped_copy, "hello world", "bos")
+    assert shown.placeholder == "<bos>" and set(shown.inputs) == {"<bos>"} and len(shown.inputs) == 12
+    assert shown.parallel == ["h"] * 12, "every position reads the same tokens: the first one's answer, again"
+    assert shown.too_often == [dec.TokenCount("h", 12, 1)]
+    assert [c.token for c in shown.missing] == ["e", "l", "o", " ", "w", "r", "d", dec.EOS]
+    with pytest.raises(ValueError):
+        dec.all_at_once(shipped_copy, "hello world", "pad")
+    table = shown.table({name: name.upper() for name in dec.PARALLEL_COLUMNS}, show=display_token)
+    assert list(table.columns) == [name.upper() for name in dec.PARALLEL_COLUMNS]
+    assert table["POSITION"].tolist() == list(range(12))
+    assert table["GREEDY"].tolist() == [display_token(c) for c in "hello world"] + ["<eos>"]
+    assert table["SAME"].tolist() == ["✓"] + ["✗"] * 11

@@ -161,3 +161,20 @@ def test_cache_bars_stack_what_is_computed_under_what_is_reused():
     assert list(computed.y) == [10, 2, 2] and list(reused.y) == [0, 10, 12]
     assert list(computed.x) == [1, 2, 3] and list(computed.customdata)[2] == "&lt;eos&gt;"  # escaped for the hover
     assert fig.layout.xaxis.title.text == "step" and fig.layout.yaxis.title.text == "pairs"
+
+
+@pytest.mark.parametrize("down", [False, True])
+def test_two_rows_colour_the_positions_that_differ_and_turn_for_a_phone(down):
+    rows, probs = (["h", "e", "<b>"], ["h", "h", "h"]), ([0.9, 0.8, 0.7], [0.9, 0.5, 0.4])
+    fig = fd.two_rows(rows, probs, [False, True, True], names=("Step by step", "All at once"), x_title="Position",
+                      hover="%{customdata[0]}: %{customdata[1]} %{customdata[2]:.3f}", down=down)
+    cells = fig.data[0]
+    z, text, custom = np.asarray(cells.z), np.asarray(cells.text), np.asarray(cells.customdata)
+    if down:
+        z, text, custom = z.T, text.T, custom.transpose(1, 0, 2)
+    assert z.tolist() == [[0, 1, 1], [0, 1, 1]]
+    assert text.tolist() == [["h", "e", "&lt;b&gt;"], ["h", "h", "h"]], "tokens are escaped for plotly"
+    assert custom[1, 2].tolist() == ["All at once", "h", 0.4, 2]
+    positions = fig.layout.yaxis if down else fig.layout.xaxis
+    assert list(positions.ticktext) == ["0", "1", "2"] and positions.title.text == "Position"
+    assert fig.layout.height == (fd.ROW_CELL_PX * 3 + 90 if down else 200)
