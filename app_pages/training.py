@@ -77,6 +77,9 @@ def settings_widgets() -> None:
     if trs.is_translation(st.session_state.get(trs.KEYS["task"])):
         st.caption(t("training.settings.translation_time"))
     setting_widget(st.radio, "preset", format_func=trs.preset_label, horizontal=True)
+    preset_heads = trs.MODEL_PRESETS.get(st.session_state.get(trs.KEYS["preset"]), {}).get("n_heads", "?")
+    setting_widget(st.radio, "heads", horizontal=True,
+                   format_func=lambda h: t("training.settings.heads_preset", n=preset_heads) if h == "preset" else h)
     a, b = st.columns(2)
     with a:
         setting_widget(st.number_input, "batch_size")
@@ -147,7 +150,7 @@ def planned_schedule() -> None:
         paper_schedule_caption(d_model, settings.warmup, settings.factor)
     code_panel("training", ("noam",), paper_rows=("dropout",))
     paper_card(of_planned_run(settings.preset, dropout=settings.dropout, label_smoothing=settings.label_smoothing,
-                              warmup=settings.warmup),
+                              warmup=settings.warmup, heads=settings.heads),
                caption_key="common.paper_card.caption_training", key="training_paper_card")
 
 
@@ -279,7 +282,7 @@ def run_state(session: ts.TrainingSession, snap: ts.RunSnapshot) -> None:
                   preset=trs.preset_name(cfg["preset"]), params=f"{snap.num_params:,}", device=snap.device,
                   batch=cfg["batch_size"], warmup=cfg["warmup"], factor=f"{cfg['factor']:g}",
                   eps=f"{cfg['label_smoothing']:g}", dropout=f"{cfg.get('dropout', trs.DEFAULTS['dropout']):g}", seed=cfg["seed"],
-                  variant=compare.differences(cfg, trs.VARIANT_FIELDS)))
+                  variant=compare.differences(cfg, ("heads",) + trs.VARIANT_FIELDS)))
     if snap.state == "queued":
         if snap.queue_position:
             st.warning(t("training.run.queued", position=snap.queue_position, capacity=session.slots.capacity,

@@ -11,7 +11,7 @@ from typing import Any
 
 from explain.ffn import PAPER_D_FF, PAPER_D_MODEL, PAPER_LAYERS
 from explain.paper_vs_code import PAPER_EPSILON, trained_setting
-from model.training import ADAM_BETAS, ADAM_EPS, ALL_PRESETS
+from model.training import ADAM_BETAS, ADAM_EPS, ALL_PRESETS, PRESET_HEADS
 
 PAPER_HEADS = 8
 PAPER_WARMUP = 4000  # §5.3, the learning rate's warmup steps
@@ -42,10 +42,11 @@ def of_checkpoint(ckpt) -> dict[str, Any]:
                 label_smoothing=trained_setting(ckpt, "label_smoothing"), warmup=trained_setting(ckpt, "warmup"))
 
 
-def of_planned_run(preset: str, *, dropout: float, label_smoothing: float, warmup: int) -> dict[str, Any]:
-    """The values of a run the Training page would start: its size preset's architecture and the page's
-    dropout, label smoothing and warmup."""
-    sizes = ALL_PRESETS[preset]
+def of_planned_run(preset: str, *, dropout: float, label_smoothing: float, warmup: int,
+                   heads: str = PRESET_HEADS) -> dict[str, Any]:
+    """The values of a run the Training page would start: its size preset's architecture (with the page's
+    heads) and the page's dropout, label smoothing and warmup."""
+    sizes = {**ALL_PRESETS[preset], **({} if heads == PRESET_HEADS else {"n_heads": int(heads)})}
     return ours(n_layers=sizes["n_layers"], d_model=sizes["d_model"], n_heads=sizes["n_heads"], d_ff=sizes["d_ff"],
                 dropout=dropout, label_smoothing=label_smoothing, warmup=warmup)
 

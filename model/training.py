@@ -50,6 +50,8 @@ COMMAND_LINE_PRESETS = {
     "base-mt": dict(d_model=128, n_heads=4, n_layers=3, d_ff=512),
 }
 ALL_PRESETS = {**MODEL_PRESETS, **COMMAND_LINE_PRESETS}
+PRESET_HEADS = "preset"  # the heads setting's "as the size preset has it"
+HEAD_CHOICES = (PRESET_HEADS, "1", "2", "4", "8")  # each divides every preset's d_model
 MAX_BATCH_SIZE = 512
 MAX_STEPS = 200_000
 
@@ -58,6 +60,7 @@ MESSAGES = {  # problem code -> English sentence; the model's own codes first (s
     "task": "Unknown task {task!r}; the valid task names are: {tasks}.",
     "task_options": "{detail}",
     "preset": "Unknown model size {preset!r}; choose one of {presets}.",
+    "heads": "Unknown number of heads {heads!r}; choose one of {choices}.",
     "batch_size": "The batch size must be between 1 and {limit}.",
     "warmup": "Warmup must be at least 1 step (the schedule divides by it).",
     "factor": "The learning-rate factor must be a positive number.",
@@ -119,6 +122,10 @@ class TrainingConfig:
                         help="training.settings.task_help", choices=TASK_NAMES)
     preset: str = setting("tiny", url="training_size", key="training.preset", label="training.settings.preset",
                           help="training.settings.preset_help", choices=tuple(MODEL_PRESETS))
+    # Attention heads: the size preset's count, or another that divides d_model (d_k = d_model / heads, so the
+    # parameter count stays the same: the question "is it the heads or the parameters?").
+    heads: str = setting(PRESET_HEADS, url="training_heads", key="training.heads", label="training.settings.heads",
+                         help="training.settings.heads_help", choices=HEAD_CHOICES)
     # The model variants (see model.config.TransformerConfig): norm placement (post = the paper), norm, FFN, positions.
     norm_first: bool = setting(False, url="training_prenorm", key="training.norm_first",
                                label="training.variant.norm_first.label", choices=(False, True))
@@ -168,7 +175,9 @@ class TrainingConfig:
             return Problem("task", {"task": self.task, "tasks": ", ".join(TASK_NAMES)})
         if self.preset not in ALL_PRESETS:
             return Problem("preset", {"preset": self.preset, "presets": ", ".join(ALL_PRESETS)})
-        sizes = ALL_PRESETS[self.preset]
+        if self.heads not in HEAD_CHOICES:
+            return Problem("heads", {"heads": self.heads, "choices": ", ".join(HEAD_CHOICES)})
+        sizes = self.sizes()
         problem = size_problem(sizes["d_model"], sizes["n_heads"]) or dropout_problem(self.dropout)
         for name in VARIANT_KINDS:
             problem = problem or variant_problem(name, getattr(self, name))
@@ -200,6 +209,13 @@ class TrainingConfig:
             return Problem("task_options", {"detail": str(exc)})
         return None
 
+    def sizes(self) -> dict[str, int]:
+        """The model's sizes: the preset's, with ``heads`` heads unless it is :data:`PRESET_HEADS`."""
+        sizes = dict(ALL_PRESETS[self.preset])
+        if self.heads != PRESET_HEADS:
+            sizes["n_heads"] = int(self.heads)
+        return sizes
+
     def make_task(self) -> Task:
         return make_task(self.task, self.task_min_len, self.task_max_len, self.task_alphabet)
 
@@ -216,7 +232,7 @@ class TrainingConfig:
             src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=target_tokenizer.vocab_size,
             dropout=self.dropout, norm_first=self.norm_first, max_len=max(64, longest), pad_id=PAD_ID,
             norm_kind=self.norm_kind, ffn_kind=self.ffn_kind, position_kind=self.position_kind,
-            **ALL_PRESETS[self.preset],
+            **self.sizes(),
         )
 
     def to_dict(self) -> dict:
@@ -675,7 +691,7 @@ class TrainingRun:
 
 @functools.cache
 def parameter_count(task: str, preset: str, *, norm_first: bool = False, norm_kind: str = "layer",
-                    ffn_kind: str = "relu", position_kind: str = "sinusoidal") -> int:
+                    ffn_kind: str = "relu", position_kind: str = "sinusoidal", heads: str = PRESET_HEADS) -> int:
     """Trainable parameters of a ``preset`` model for ``task`` with the given variant switches.
 
     Built on the meta device (no memory). The variants change the count: pre-norm adds a final
@@ -683,7 +699,7 @@ def parameter_count(task: str, preset: str, *, norm_first: bool = False, norm_ki
     bias-free matrices of width swiglu_hidden(d_ff) replace the ReLU MLP, the position kinds have none.
     """
     config = TrainingConfig(task=task, preset=preset, norm_first=norm_first, norm_kind=norm_kind,
-                            ffn_kind=ffn_kind, position_kind=position_kind)
+                            ffn_kind=ffn_kind, position_kind=position_kind, heads=heads)
     task_obj = config.make_task()
     with torch.device("meta"):
         model = Transformer(config.model_config(task_obj.source_tokenizer(), task_obj, task_obj.target_tokenizer()))

@@ -33,6 +33,8 @@ def test_training_compares_the_run_it_would_start_and_follows_the_warmup(app, la
     assert warmup_row[1:] == ["4,000", "4,000", "="]
     clean(at.slider(key="training.dropout").set_value(0.0).run())  # the dropout setting is the card's
     assert card_rows(at, lang)[5][2:] == ["0", ""]
+    clean(at.radio(key="training.heads").set_value("8").run())  # and so is the heads setting: d_k = 32 / 8
+    assert [row[2] for row in card_rows(at, lang)[2:4]] == ["8", "4"]
     clean(at.radio(key="training.preset").set_value("small").run())
     assert card_rows(at, lang)[1][2] == "64"  # d_model of the small preset
     assert not at.exception

@@ -16,7 +16,7 @@ import pytest
 from streamlit.runtime.caching import cache_resource_api
 from streamlit.testing.v1 import AppTest
 
-from tests.app.apptest_helpers import clean, open_script, texts
+from tests.app.apptest_helpers import clean, open_script, query, texts
 from model import training as engine
 from model.training import TrainingRun
 from ui.i18n import LANGS, translate
@@ -372,6 +372,27 @@ def test_the_compare_slider_adds_a_second_curve_from_the_link_and_when_moved(app
     assert series(at) == {100}
     clean(at.slider(key="training.warmup").set_value(800).run())
     assert series(at) == {800, 100}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_heads_setting_splits_attention_differently_with_the_same_parameter_count(app, lang):
+    """#31 (heads or parameters?): a heads setting that keeps d_model, so d_k = d_model / heads and the count stays."""
+    from model.training import parameter_count
+
+    def params_caption(at: AppTest) -> str:
+        return next(c for c in texts(at.caption) if f"{parameter_count('copy', 'tiny'):,}" in c)
+
+    at = open_training(app, lang=lang)
+    assert at.radio(key="training.heads").value == "preset"
+    assert translate("training.settings.heads_preset", lang, n=2) in at.radio(key="training.heads").options
+    before = params_caption(at)
+    at = open_training(app, lang=lang, training_heads="8")
+    assert at.radio(key="training.heads").value == "8" and params_caption(at) == before  # the same count
+    assert parameter_count("copy", "tiny", heads="8") == parameter_count("copy", "tiny", heads="1")
+    clean(at.radio(key="training.heads").set_value("1").run())
+    assert query(at, "training_heads") == "1" and not at.exception
+    at = open_training(app, lang=lang, training_heads="3")  # not a choice: the default, with a notice
+    assert at.radio(key="training.heads").value == "preset" and not at.exception
 
 
 @pytest.mark.parametrize("lang", LANGS)

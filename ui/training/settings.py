@@ -138,7 +138,7 @@ def parameter_text(settings: Settings) -> str | None:
         return None
     sizes = MODEL_PRESETS[settings.preset]
     d_model, d_ff = sizes["d_model"], sizes["d_ff"]
-    params = parameter_count(settings.task, settings.preset, **variant_fields(settings))
+    params = parameter_count(settings.task, settings.preset, heads=settings.heads, **variant_fields(settings))
     return t("training.variant.params", params=f"{params:,}", d_ff=d_ff, hidden=swiglu_hidden(d_ff),
              relu=f"{ffn_parameter_count(d_model, d_ff, 'relu'):,}",
              swiglu=f"{ffn_parameter_count(d_model, d_ff, 'swiglu'):,}")
