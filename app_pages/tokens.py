@@ -1,25 +1,36 @@
-"""Tokens and embeddings: typed sentences → characters → token ids → a padded batch → vectors."""
+"""Tokens and embeddings: typed sentences → characters → token ids → a padded batch → vectors, and what
+the rows of an embedding table mean (nearest neighbours, cosines, a PCA map)."""
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import streamlit as st
 
-from explain.embeddings import (LOOKUP_DIM, LOOKUP_IDS_DEFAULT, LOOKUP_IDS_MAX, LOOKUP_ROWS, EmbeddingStages,
-                                embedding_stages, lookup_is_product, parse_ids, rms)
+from explain.embeddings import (COMPARED_MAX, LOOKUP_DIM, LOOKUP_IDS_DEFAULT, LOOKUP_IDS_MAX, LOOKUP_ROWS,
+                                TABLE_SIDES, EmbeddingStages, Neighbours, TablePca, default_word,
+                                default_words, embedding_stages, lookup_is_product, parse_ids, rms, table_pca,
+                                table_tokenizer, word_neighbours, word_similarities)
 from explain.text import LISTED_UNKNOWN, PreparedText, unit_of
 from explain.tokens import SENTENCE_ROWS, SIDES, SentenceBatch, fallback_tokenizer, sentence_frame, side_frames
 from figures.labels import display_token
-from figures.tokens import ROW_LABELS_MAX, kind_table_html, matrix_figure, matrix_table_html, stage_figure
+from figures.style import PALETTE
+from figures.tokens import (ROW_LABELS_MAX, kind_table_html, matrix_figure, matrix_table_html, neighbours_figure,
+                            pca_figure, similarity_figure, stage_figure)
+from model.tasks import TRANSLATION_TASKS
 from ui.cache import computed
 from ui.code_panel import code_panel
 from ui.i18n import t
 from ui.page_css import formula_row
 from ui.page_errors import fragment
 from ui.scaffold import page
-from ui.url_state import ChoiceParam, TextParam, bind, markdown_literal
-from ui.viewport import is_narrow
-from ui.widgets import batch_input, model_batch, plot, sentence_picker
+from ui.url_state import BadValue, BoolParam, ChoiceParam, Param, TextParam, bind, markdown_literal
+from ui.viewport import NARROW_KEY, guessed_narrow, is_narrow
+from ui.widgets import batch_input, csv_download, model_batch, plot, sentence_picker
 
 SIDE = ChoiceParam("tokens_side", default="source", choices=SIDES)
 LOOKUP_IDS = TextParam("tokens_lookup_ids", LOOKUP_IDS_DEFAULT, max_len=40)
+SPACE_SIDE = ChoiceParam("tokens_space_side", default="source", choices=TABLE_SIDES)
+SPACE_SPECIALS = BoolParam("tokens_space_specials", False)
 
 
 @fragment
@@ -143,6 +154,146 @@ def lookup_section(ckpt, tokens: int) -> None:
     st.code(t("tokens.lookup.code", ids=", ".join(str(i) for i in ids)), language="python")
 
 
+# ------------------------------------------------------------------ what an embedding means
+
+
+@dataclass(frozen=True)
+class TokenListParam(Param[list]):
+    """Distinct tokens of ``choices`` (at most ``max_items``), as a ``st.multiselect`` holds them, written
+    comma-separated (``cat,dog,apple``); a comma or backslash inside a token (a character model has ``,``)
+    is written ``\\,`` or ``\\\\``."""
+
+    choices: tuple[str, ...] = ()
+    max_items: int = COMPARED_MAX
+    max_len: int = 1000  # the longest URL text read at all
+
+    def parse(self, text: str) -> list:
+        if len(text) > self.max_len:
+            raise BadValue(text)
+        if not text:
+            return []
+        items, current, escaped = [], [], False
+        for ch in text:
+            if escaped or ch not in ",\\":
+                current.append(ch)
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            else:
+                items.append("".join(current))
+                current = []
+        if escaped:
+            raise BadValue(text)
+        items.append("".join(current))
+        if not self.accepts(items):
+            raise BadValue(text)
+        return items
+
+    def format(self, value: list) -> str:
+        return ",".join(v.replace("\\", "\\\\").replace(",", "\\,") for v in value)
+
+    def accepts(self, value: Any) -> bool:
+        return (isinstance(value, list) and len(value) <= self.max_items and len(set(value)) == len(value)
+                and all(isinstance(v, str) and v in self.choices for v in value))
+
+
+def side_label(ckpt, side: str) -> str:
+    """The switch's name for a side: the encoder's or the decoder's table, its rows (the special tokens'
+    counted) and what one row stands for."""
+    tokenizer = table_tokenizer(ckpt, side)
+    return t(f"tokens.space.side_{side}", count=tokenizer.vocab_size, unit=t(f"common.unit.{unit_of(tokenizer)}"))
+
+
+def nearest_view(ckpt, side: str, specials: bool, tokens: tuple[str, ...], unit: str) -> Neighbours:
+    """The word picker (``?tokens_space_word=``) and its nearest tokens by cosine, as bars."""
+    param = ChoiceParam("tokens_space_word", default=default_word(tokens), choices=tokens)
+    word = st.selectbox(t("tokens.space.word_label", unit=unit), tokens, key=bind(param, key="tokens.space_word"),
+                        format_func=display_token, help=t("tokens.space.word_help"))
+    near = computed(word_neighbours, side, word, specials, model=ckpt)
+    title = t("tokens.space.nearest_title", k=len(near.tokens), word=markdown_literal(display_token(word)))
+    st.markdown(f"**{title}**")
+    plot(neighbours_figure(near.tokens, near.cosines, x_title=t("tokens.space.cosine"),
+                           hover=t("tokens.space.nearest_hover"), chance=near.chance,
+                           chance_name=t("tokens.space.chance_name", value=f"{near.chance:.2f}")),
+         key="tokens.space_nearest")
+    return near
+
+
+def compared_view(ckpt, side: str, tokens: tuple[str, ...], units: str) -> list[str]:
+    """The words to compare (``?tokens_space_words=``) and the cosine of every pair, as a heatmap."""
+    param = TokenListParam("tokens_space_words", default=default_words(tokens), choices=tokens)
+    words = st.multiselect(t("tokens.space.words_label", units=units, max=COMPARED_MAX), tokens,
+                           key=bind(param, key="tokens.space_words"), format_func=display_token,
+                           max_selections=COMPARED_MAX, placeholder=t("tokens.space.words_placeholder"))
+    if len(words) < 2:
+        st.info(t("tokens.space.too_few", units=units), icon=":material/info:")
+        return words
+    cosines = computed(word_similarities, side, tuple(words), model=ckpt)
+    st.markdown(f"**{t('tokens.space.pairs_title')}**")
+    plot(similarity_figure(words, cosines, hover=t("tokens.space.pairs_hover")), key="tokens.space_pairs")
+    return words
+
+
+def narrow_known() -> bool:
+    """Whether the window is a phone's, as this session already knows it (:func:`ui.viewport.is_narrow` mounts
+    its reporting script once a run, for the steps above; a second mount would be a duplicate), else as the
+    browser's User-Agent says."""
+    return bool(st.session_state.get(NARROW_KEY, guessed_narrow(st.context.headers)))
+
+
+def map_view(found: TablePca, near: Neighbours, words: list[str], units: str) -> None:
+    """The whole table on its two principal axes, the picked word, its neighbours and the compared words marked."""
+    row = {token: k for k, token in enumerate(found.tokens)}
+    groups = ((t("tokens.space.map_compared"), [row[w] for w in words], PALETTE[2]),
+              (t("tokens.space.map_nearest"), [row[w] for w in near.tokens], PALETTE[0]),
+              (t("tokens.space.map_picked"), [row[near.word]], PALETTE[1]))
+    first, second = (f"{share:.1%}" for share in found.shares)
+    st.markdown(f"**{t('tokens.space.map_title', units=units)}**")
+    plot(pca_figure(found.tokens, found.points, groups, other_name=t("tokens.space.map_other", units=units),
+                    axis=(t("tokens.space.map_x", share=first), t("tokens.space.map_y", share=second)),
+                    hover=t("tokens.space.map_hover"), narrow=narrow_known()),
+         key="tokens.space_map")
+    random_first, random_second = (f"{share:.1%}" for share in found.random_shares)
+    st.caption(t("tokens.space.map_caption", first=first, second=second, both=f"{sum(found.shares):.1%}",
+                 d=found.d_model, random_first=random_first, random_second=random_second))
+
+
+@fragment
+def space_section(ckpt) -> None:
+    """What the rows of the model's embedding tables mean: a word's nearest neighbours by cosine, the
+    cosines of chosen words, and the whole table on its two principal axes. A fragment: its controls
+    redraw only this."""
+    st.subheader(t("tokens.space.heading"))
+    st.markdown(t("tokens.space.intro"))
+    if ckpt is None:
+        st.info(t("tokens.embed.no_model"), icon=":material/info:")
+        return
+    side = st.segmented_control(t("tokens.space.side"), SPACE_SIDE.choices,
+                                key=bind(SPACE_SIDE, key="tokens.space_side"),
+                                format_func=lambda s: side_label(ckpt, s), required=True) or SPACE_SIDE.default
+    specials = st.checkbox(t("tokens.space.specials"), key=bind(SPACE_SPECIALS, key="tokens.space_specials"))
+    unit = unit_of(table_tokenizer(ckpt, side))
+    found = computed(table_pca, side, specials, model=ckpt)
+    if len(found.tokens) < 2:
+        st.info(t("tokens.space.too_small"), icon=":material/info:")
+        return
+    if unit == "char" and {"苹", "果"} <= set(found.tokens):
+        st.caption(t("tokens.space.characters"))
+    one, many = t(f"common.unit.{unit}"), t(f"common.units.{unit}")
+    near_column, pairs_column = st.columns(2, gap="large")
+    with near_column:
+        near = nearest_view(ckpt, side, specials, found.tokens, one)
+    with pairs_column:
+        words = compared_view(ckpt, side, found.tokens, many)
+    map_view(found, near, words, many)
+    task = ckpt.task.get("name")
+    honest = "honest_translation" if task in TRANSLATION_TASKS else "honest_characters"
+    st.info(t(f"tokens.space.{honest}", d=found.d_model, spread=f"{near.spread:.2f}", chance=f"{near.chance:.2f}",
+              task=markdown_literal(str(task))), icon=":material/lightbulb:")
+    csv_download("tokens.space.download", lambda: found.table().to_csv(index=False), f"embedding_map_{side}.csv",
+                 "tokens.space_csv")
+
+
 FORMULAS = (formula_row(r"x_p \;=\; E[\,t_p\,]\cdot\sqrt{d_{model}} \;+\; PE(p),", r"E \in \mathbb{R}^{V \times d_{model}}"),)
 
 with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
@@ -168,3 +319,4 @@ with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
         sentence_table(batch, prepared, index, unit_of(tokenizer))
         embedding_section(ckpt, tuple(batch.source[index].ids))
         lookup_section(ckpt, len(batch.source[index].ids))
+    space_section(ckpt)

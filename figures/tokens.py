@@ -1,4 +1,5 @@
-"""The tokens page's pictures: the batch tables (HTML) and the embedding heatmaps.
+"""The tokens page's pictures: the batch tables (HTML), the embedding heatmaps, and what a table's rows
+mean (a word's nearest neighbours, the cosines of chosen words, the table's PCA map).
 
 Tables are pandas Stylers: every cell is made visible and escaped (:func:`figures.labels.token_label`)
 and carries its kind as a CSS class, so padding is grey, ``<bos>``/``<eos>`` blue and ``<unk>`` red.
@@ -17,7 +18,7 @@ from plotly.subplots import make_subplots
 
 from figures.heatmap import heatmap
 from figures.labels import axis_labels, token_label
-from figures.style import DIVERGING
+from figures.style import DIVERGING, PALETTE
 
 ROW_LABELS_MAX = 70  # the most embedding-table rows labelled one by one (11 px a row at the figure's 900 px cap)
 LABEL_PX = 14  # the height a row label needs (10 px text and a gap) before the next one
@@ -145,4 +146,80 @@ def matrix_figure(matrix: np.ndarray, vocab: Sequence[str], used: Sequence[int],
     for i in used:
         fig.add_shape(type="rect", x0=-0.5, x1=width - 0.5, y0=i - 0.5, y1=i + 0.5,
                       line=dict(color="#111111", width=1.5))
+    return fig
+
+
+# ------------------------------------------------------------------ what an embedding means: cosine, neighbours, PCA
+
+NEIGHBOUR_BAR_PX = 30  # the height of one neighbour's bar and its gap
+NEIGHBOUR_NUMBERS_AT = 1.22  # the x where the column of cosines ends (the axis runs on to it, ticks up to 1)
+MAP_LABELS_MAX = ROW_LABELS_MAX  # a map of up to this many points writes every token beside its point
+MAP_OTHER_COLOR = "#b8bcc6"  # the points nobody picked: grey, so the picked ones stand out
+MAP_OTHER_INK, MAP_INK = "#7d828e", "#31333f"  # their labels (a small table's), and the picked points' labels
+
+
+def neighbours_figure(tokens: Sequence[str], cosines: Sequence[float], *, x_title: str, hover: str,
+                      chance: float, chance_name: str) -> go.Figure:
+    """A word's nearest tokens by cosine as bars, nearest on top, each with its cosine written at its end;
+    a dotted line at ``chance`` (where a random table's rows typically find their nearest), named
+    ``chance_name``. ``hover`` may use ``%{customdata}`` (the token) and ``%{x}`` (the cosine)."""
+    values = [float(c) for c in cosines]
+    labels = [token_label(t) for t in tokens]
+    rows = list(range(len(values)))
+    fig = go.Figure(go.Bar(x=values, y=rows, orientation="h", marker_color=PALETTE[0], customdata=labels,
+                           hovertemplate=hover + "<extra></extra>"))
+    # The numbers in a column of their own, right of cosine 1: beside the bars the dotted line ran through them.
+    fig.add_trace(go.Scatter(x=[NEIGHBOUR_NUMBERS_AT] * len(values), y=rows, mode="text",
+                             text=[f"{c:.3f}" for c in values], textposition="middle left", hoverinfo="skip"))
+    low = min([0.0, *values])
+    fig.add_vline(x=chance, line=dict(color="#5c6070", width=1.5, dash="dot"), annotation_text=chance_name,
+                  annotation_position="top", annotation_font=dict(size=11, color="#5c6070"))
+    fig.update_yaxes(**axis_labels(tokens), autorange="reversed")
+    fig.update_xaxes(title=x_title, range=[low - 0.05 if low < 0 else 0, NEIGHBOUR_NUMBERS_AT], zeroline=True,
+                     zerolinecolor="#444", tickvals=[-1.0, -0.5, 0.0, 0.5, 1.0])
+    fig.update_layout(height=max(220, NEIGHBOUR_BAR_PX * len(values) + 110), margin=dict(l=10, r=10, t=30, b=10),
+                      showlegend=False)
+    return fig
+
+
+def similarity_figure(tokens: Sequence[str], cosines: np.ndarray, *, hover: str) -> go.Figure:
+    """The cosine of every pair of ``tokens`` ((n, n), 1 on the diagonal) on a fixed −1 … 1 scale, each cell
+    with its number, so that two pictures of different words compare."""
+    fig = heatmap(cosines, x_tokens=tokens, y_tokens=tokens, zmin=-1.0, zmax=1.0, colorscale=DIVERGING, hover=hover,
+                  text_values=True, height=max(280, min(560, 38 * len(tokens) + 140)))
+    return fig
+
+
+def pca_figure(tokens: Sequence[str], points: np.ndarray, groups: Sequence[tuple[str, Sequence[int], str]], *,
+               other_name: str, axis: tuple[str, str], hover: str, narrow: bool = False) -> go.Figure:
+    """Every row of an embedding table as a point on the table's two principal axes (``points``, (n, 2)).
+
+    ``groups`` are (name, row numbers, colour) drawn over the grey rest with their tokens written beside
+    them (the picked word, its neighbours, the compared words; a row in two groups is drawn by the last).
+    A map of up to :data:`MAP_LABELS_MAX` points writes every token; a larger one only the groups' (a
+    word model's hundreds of labels would cover each other), and every point says its token on hover.
+    Both axes have the same scale: a distance on the picture is a distance in the plane.
+    """
+    points = np.asarray(points, dtype=np.float32)
+    labels = [token_label(t) for t in tokens]
+    write_all = len(tokens) <= MAP_LABELS_MAX
+    size = 10 if narrow else 11
+
+    def trace(rows: Sequence[int], name: str, color: str, marker: int, text: bool, ink: str) -> go.Scatter:
+        rows = list(rows)
+        return go.Scatter(x=points[rows, 0], y=points[rows, 1], mode="markers+text" if text else "markers",
+                          name=name, marker=dict(color=color, size=marker), text=[labels[i] for i in rows],
+                          textposition="top center", textfont=dict(size=size, color=ink),
+                          customdata=[labels[i] for i in rows], hovertemplate=hover + "<extra></extra>")
+
+    owner = {row: g for g, (_, rows, _) in enumerate(groups) for row in rows}  # the last group wins a shared row
+    rest = [i for i in range(len(tokens)) if i not in owner]
+    fig = go.Figure(trace(rest, other_name, MAP_OTHER_COLOR, 6, write_all, MAP_OTHER_INK))
+    for g, (name, rows, color) in enumerate(groups):
+        fig.add_trace(trace([row for row in rows if owner[row] == g], name, color, 10, True, MAP_INK))
+    x_title, y_title = axis
+    fig.update_xaxes(title=x_title, zeroline=False)
+    fig.update_yaxes(title=y_title, zeroline=False, scaleanchor="x", scaleratio=1)
+    fig.update_layout(height=420 if narrow else 560, margin=dict(l=10, r=10, t=10, b=10),
+                      legend=dict(orientation="h", y=-0.18 if narrow else -0.12, x=0))
     return fig

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app import apptest_helpers as helpers
-from tests.app.apptest_helpers import BAD_INPUTS, clean, open_script, random_model_fixtures, values
+from tests.app.apptest_helpers import BAD_INPUTS, clean, open_script, query, random_model_fixtures, values
 from ui import models
 from ui.i18n import LANGS, translate
 
@@ -66,7 +66,8 @@ def test_default_view_in_both_languages(app, lang):
     assert "&lt;pad&gt;" in tokens and ">0<" in ids.replace(" ", "")
     assert "␣" in tokens
     assert "&lt;bos&gt;" in sentence and "&lt;eos&gt;" in sentence
-    assert len(at.get("plotly_chart")) == 2  # the embedding table, and the four steps in one figure
+    # the embedding table, the four steps in one figure; a word's neighbours, the pairs' cosines, the PCA map
+    assert len(at.get("plotly_chart")) == 5
     assert at.segmented_control(key="tokens.side").value == "source"
 
 
@@ -148,7 +149,8 @@ def test_bad_input_is_explained_and_shown_safely(app, name, lang):
     warnings = [w.value for w in at.warning]
     if name in ("empty", "spaces"):
         assert warnings == [translate("common.input.empty", lang)]
-        assert not tables(at) and not at.get("plotly_chart")
+        assert not tables(at)
+        assert len(at.get("plotly_chart")) == 3  # only the table's meaning, which needs no sentence
         return
     html = "".join(tables(at))
     assert "<b>" not in html and "<script>" not in html and "<s>" not in html
@@ -161,7 +163,7 @@ def test_bad_input_is_explained_and_shown_safely(app, name, lang):
     if name in ("emoji", "chinese", "html"):
         assert cells(tables(at)[0], "unk") > 0
         assert any(w.startswith(translate("common.input.unknown_chars", lang, chars="")[:10]) for w in warnings)
-    assert len(at.get("plotly_chart")) == 2  # the embedding table, and the four steps in one figure
+    assert len(at.get("plotly_chart")) == 5  # the embedding table, the four steps, the three views of its meaning
 
 
 def test_html_text_reaches_the_axes_escaped(app):
@@ -174,7 +176,7 @@ def test_without_a_model_the_tokens_still_show(app, monkeypatch, tmp_path):
     monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
     at = open_tokens(app)
     assert len(tables(at)) == 3 and not at.get("plotly_chart")
-    assert any(i.value == translate("tokens.embed.no_model", "en") for i in at.info)
+    assert [i.value for i in at.info].count(translate("tokens.embed.no_model", "en")) == 2  # the steps, the meaning
 
 
 # ------------------------------------------------------------------ a lookup is a product with a one-hot matrix (#31)
@@ -220,3 +222,132 @@ def test_typed_ids_repeat_and_bad_ones_get_a_sentence(app):
         clean(at.text_input(key="tokens.lookup_ids").set_value(typed).run())
         assert translate(f"tokens.lookup.error.{problem}", "en", max=6, rows=5, last=4) in [str(e.value) for e in at.error]
         assert "T_lookup_" not in " ".join(h.proto.body for h in at.get("html")) and not at.exception
+
+
+# ------------------------------------------------------------------ what an embedding means (neighbours, cosines, PCA)
+
+SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
+
+
+def table_of(checkpoint_dir, task: str, side: str = "source") -> tuple[list[str], np.ndarray]:
+    """A random model's table read straight from its file: tokens and rows, special tokens included."""
+    import torch
+
+    from model.tasks import get_task
+
+    state = torch.load(checkpoint_dir / f"{task}.pt", weights_only=True)
+    weight = state["state_dict"][f"{'src' if side == 'source' else 'tgt'}_embed.lookup.weight"].double().numpy()
+    return list(SPECIALS) + list(dict.fromkeys(get_task(task).alphabet)), weight
+
+
+def cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def bar_words(figure: dict) -> list[str]:
+    return figure["layout"]["yaxis"]["ticktext"]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_character_model_s_table_neighbours_pairs_and_map(app, checkpoint_dir, lang):
+    at = open_tokens(app, lang=lang)
+    assert at.segmented_control(key="tokens.space_side").value == "source"
+    assert at.checkbox(key="tokens.space_specials").value is False
+    assert at.selectbox(key="tokens.space_word").value == "a"  # a character task has no dog: its first character
+    assert at.multiselect(key="tokens.space_words").value == ["a", "b", "c"]
+    tokens, weight = table_of(checkpoint_dir, "copy")
+    rows = {tok: weight[i] for i, tok in enumerate(tokens) if tok not in SPECIALS}
+    expected = sorted((tok for tok in rows if tok != "a"), key=lambda tok: -cos(rows["a"], rows[tok]))[:8]
+    near = chart(at, "space_nearest")
+    assert bar_words(near) == [("␣" if w == " " else w) for w in expected]  # the independent ranking
+    np.testing.assert_allclose(values(near["data"][0]["x"]), [cos(rows["a"], rows[w]) for w in expected], atol=1e-6)
+    assert near["data"][1]["text"] == [f"{cos(rows['a'], rows[w]):.3f}" for w in expected]  # the numbers written
+    pairs = values(chart(at, "space_pairs")["data"][0]["z"])
+    np.testing.assert_allclose(pairs, [[cos(rows[x], rows[y]) for y in "abc"] for x in "abc"], atol=1e-6)
+    picture = chart(at, "space_map")
+    assert sum(len(trace["customdata"]) for trace in picture["data"]) == len(rows)  # no special token on the map
+    compared = [w for w in "bc" if w not in expected]  # a row in two groups is drawn by the later: picked, nearest
+    assert [trace["customdata"] for trace in picture["data"][1:]] == [compared, expected, ["a"]]
+    x_title = picture["layout"]["xaxis"]["title"]["text"]
+    assert x_title.startswith(translate("tokens.space.map_x", lang, share="§").split("§")[0]) and "%" in x_title
+    infos = [str(i.value) for i in at.info]
+    assert any(i.startswith(translate("tokens.space.honest_characters", lang, d=16, spread="0.25", chance="§",
+                                      task="copy").split("§")[0]) for i in infos), infos
+    assert query(at, "tokens_space_words") == "a,b,c" and query(at, "tokens_space_word") == "a"
+
+
+def test_the_table_s_controls_reach_the_url_and_redraw_it(app):
+    at = open_tokens(app)
+    clean(at.selectbox(key="tokens.space_word").set_value("z").run())
+    assert query(at, "tokens_space_word") == "z"
+    assert chart(at, "space_map")["data"][3]["text"] == ["z"]
+    clean(at.multiselect(key="tokens.space_words").set_value([",", "z", "?"]).run())  # a comma is written \,
+    assert query(at, "tokens_space_words") == "\\,,z,?"
+    assert chart(at, "space_pairs")["layout"]["xaxis"]["ticktext"] == [",", "z", "?"]
+    clean(at.multiselect(key="tokens.space_words").set_value(["z"]).run())
+    assert translate("tokens.space.too_few", "en", units="characters") in [str(i.value) for i in at.info]
+    assert len(at.get("plotly_chart")) == 4
+    clean(at.checkbox(key="tokens.space_specials").check().run())
+    assert query(at, "tokens_space_specials") == "true"
+    assert sum(len(trace["customdata"]) for trace in chart(at, "space_map")["data"]) == 49  # all 45 + 4 specials
+    clean(at.segmented_control(key="tokens.space_side").set_value("target").run())
+    assert query(at, "tokens_space_side") == "target"
+
+
+def test_a_link_restores_the_table_s_view(app, checkpoint_dir):
+    at = open_tokens(app, model="reverse", tokens_space_side="target", tokens_space_word="<unk>",
+                     tokens_space_words="\\,,<pad>,q", tokens_space_specials="true")
+    assert at.segmented_control(key="tokens.space_side").value == "target"
+    assert at.selectbox(key="tokens.space_word").value == "<unk>"
+    assert at.multiselect(key="tokens.space_words").value == [",", "<pad>", "q"]
+    tokens, weight = table_of(checkpoint_dir, "reverse", "target")
+    unk = weight[tokens.index("<unk>")]
+    best = max((t for t in tokens if t != "<unk>"), key=lambda t: cos(unk, weight[tokens.index(t)]))
+    assert bar_words(chart(at, "space_nearest"))[0] == ("&lt;pad&gt;" if best == "<pad>" else best).replace(" ", "␣")
+    assert chart(at, "space_pairs")["layout"]["yaxis"]["ticktext"] == [",", "&lt;pad&gt;", "q"]  # escaped for plotly
+    assert not at.toast
+
+
+@pytest.mark.parametrize("query_values", [
+    {"tokens_space_side": "decoder"},
+    {"tokens_space_word": "<script>alert(1)</script>"},
+    {"tokens_space_word": "<pad>"},  # a special token while they are left out
+    {"tokens_space_words": "a,a"},
+    {"tokens_space_words": "a,\\"},  # an escape with nothing after it
+    {"tokens_space_words": ",".join("abcdefghijklm")},  # 13: one more than the heatmap takes
+    {"tokens_space_words": "x" * 5000},
+    {"tokens_space_specials": "maybe"},
+])
+def test_hostile_table_values_are_refused_with_a_toast(app, query_values):
+    at = open_tokens(app, **query_values)
+    assert len(at.toast) == 1 and not at.exception
+    assert at.segmented_control(key="tokens.space_side").value == "source"
+    assert at.selectbox(key="tokens.space_word").value == "a"
+    assert at.multiselect(key="tokens.space_words").value == ["a", "b", "c"]
+    assert len(at.get("plotly_chart")) == 5
+
+
+TRANSLATION_MODELS = models.CHECKPOINT_DIR
+
+
+@pytest.mark.skipif(not (TRANSLATION_MODELS / "en-zh.pt").exists() or not (TRANSLATION_MODELS / "zh-en.pt").exists(),
+                    reason="the shipped en-zh / zh-en checkpoints are not in assets/checkpoints")
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_shipped_translation_tables(app, monkeypatch, lang):
+    """en-zh's English table opens on dog (its nearest: dogs) and cat, dog, apple; its Chinese table on
+    猫, 狗, 苹, 果 (characters: 苹果 is two rows, said in a caption); the honest sentence is the translation one."""
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", TRANSLATION_MODELS)
+    at = open_tokens(app, lang=lang, model="en-zh")
+    assert at.selectbox(key="tokens.space_word").value == "dog"
+    assert at.multiselect(key="tokens.space_words").value == ["cat", "dog", "apple"]
+    near = chart(at, "space_nearest")
+    assert bar_words(near)[0] == "dogs" and values(near["data"][0]["x"])[0] > 0.3
+    assert translate("tokens.space.characters", lang) not in [str(c.value) for c in at.caption]
+    infos = [str(i.value) for i in at.info]
+    assert any(i.startswith(translate("tokens.space.honest_translation", lang, d=128, spread="0.09", chance="§")
+                            .split("§")[0]) for i in infos)
+    clean(at.segmented_control(key="tokens.space_side").set_value("target").run())
+    assert at.selectbox(key="tokens.space_word").value == "狗"
+    assert at.multiselect(key="tokens.space_words").value == ["猫", "狗", "苹", "果"]
+    assert translate("tokens.space.characters", lang) in [str(c.value) for c in at.caption]
+    assert query(at, "tokens_space_words") == "猫,狗,苹,果"

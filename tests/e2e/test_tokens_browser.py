@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.widgets import paste_into
+from tests.e2e.widgets import charts, paste_into, pick, widget
 from ui.i18n import LANGS, translate
 
 
@@ -117,5 +117,30 @@ def test_a_lookup_is_a_product_typed_ids_and_a_phone(page, wait_for_app, screens
     expect(p.locator("table#T_lookup_weight td.special")).to_have_count(6)  # rows 1 and 3, marked once each
     box.scroll_into_view_if_needed()
     screenshot(p, f"tokens_lookup_{lang}{'_phone' if lang == 'zh' else ''}")
+    assert p.evaluate("() => document.documentElement.scrollWidth") <= p.viewport_size["width"]
+    assert p.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.parametrize("lang, model, word, other_side_word",
+                         [("en", "en-zh", "cat", "猫"), ("zh", "zh-en", "猫", "cat")])
+def test_what_an_embedding_means_a_word_and_the_other_table(page, wait_for_app, screenshot, lang, model, word,
+                                                            other_side_word):
+    """The shipped model's table: a word picked in the browser redraws its neighbours; the other table
+    (the target's) opens on its own words. 中文 on a phone, where nothing may widen the page."""
+    p = page(f"/tokens?model={model}&lang={lang}", phone=lang == "zh")
+    if p.get_by_text(translate("common.model.none_available", lang)).count():
+        expect(p.get_by_text(translate("tokens.embed.no_model", lang)).last).to_be_visible()
+        return
+    for key in ("tokens.space_nearest", "tokens.space_pairs", "tokens.space_map"):
+        expect(charts(p, key)).to_have_count(1)
+    pick(p, widget(p, "tokens.space_word"), word)
+    wait_for_url(p, wait_for_app, "tokens_space_word=")
+    expect(p.get_by_text(translate("tokens.space.nearest_title", lang, k=8, word=word))).to_be_visible()
+    widget(p, "tokens.space_map").scroll_into_view_if_needed()
+    screenshot(p, f"tokens_space_{lang}{'_phone' if lang == 'zh' else ''}")
+    widget(p, "tokens.space_side").get_by_role("radio").nth(1).click()
+    wait_for_url(p, wait_for_app, "tokens_space_side=target")
+    expect(widget(p, "tokens.space_words")).to_contain_text(other_side_word)
+    expect(charts(p, "tokens.space_pairs")).to_have_count(1)
     assert p.evaluate("() => document.documentElement.scrollWidth") <= p.viewport_size["width"]
     assert p.locator(EXCEPTION).count() == 0
