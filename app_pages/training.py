@@ -339,6 +339,10 @@ def metrics(snap: ts.RunSnapshot) -> None:
     else:
         text = t("training.metric.time", elapsed=duration(snap.elapsed_s), eta=duration(snap.eta_s))
     st.progress(min(snap.step / snap.max_steps, 1.0) if snap.max_steps else 0.0, text=text)
+    if snap.held_out:
+        last = snap.held_out[-1]
+        st.caption(t("training.metric.held_out", step=format_count(last.step), perplexity=f"{last.perplexity:.3f}",
+                     bleu=t("training.metric.bleu", bleu=f"{last.bleu:.1f}") if last.bleu is not None else ""))
 
 
 def probe(snap: ts.RunSnapshot) -> None:

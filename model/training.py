@@ -31,7 +31,8 @@ from model.loss import label_smoothed_cross_entropy
 from model.memory import trim
 from model.run_slots import RunSlots
 from model.schedule import noam_lr, noam_scheduler
-from model.tasks import TASK_NAMES, Task, batch_from_pairs, make_task
+from model.bleu import TOKENIZE_FOR, corpus_bleu
+from model.tasks import TASK_NAMES, TRANSLATION_TASKS, Task, batch_from_pairs, make_task
 from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 from model.transformer import ForwardOptions, Transformer
 
@@ -293,6 +294,17 @@ class RunStatus:
         return self.state in LIVE_STATES
 
 
+@dataclass(frozen=True)
+class HeldOut:
+    """What one evaluation measured on the held-out set besides exact match: the perplexity, exp of the plain
+    (unsmoothed) cross-entropy per target token with teacher forcing, and for a translation task the corpus
+    BLEU of the greedy answers (None otherwise)."""
+
+    step: int
+    perplexity: float
+    bleu: float | None
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunSnapshot(RunStatus):
     """The status with the whole history: plain data, safe to hand to any thread or UI."""
@@ -308,6 +320,7 @@ class RunSnapshot(RunStatus):
     device: str
     num_params: int
     config: dict
+    held_out: list[HeldOut] = field(default_factory=list)  # one per evaluation, as ``evals``
 
     @property
     def accuracy(self) -> float | None:
@@ -332,6 +345,7 @@ class RunMetrics(RunStatus):
     tokens_per_s: list[float]
     evals: list[tuple[int, float]]
     probes: list[ProbeAttention]
+    held_out: list[HeldOut] = field(default_factory=list)
 
 
 @torch.inference_mode()
@@ -398,6 +412,7 @@ class TrainingRun:
         self._lrs: list[float] = []
         self._tokens_per_s: list[float] = []
         self._evals: list[tuple[int, float]] = []
+        self._held_out: list[HeldOut] = []
         self._probes: list[ProbeAttention] = []
 
     # -- one step, one evaluation ----------------------------------------------------------
@@ -435,8 +450,12 @@ class TrainingRun:
         reach that value; the answer is then the accuracy on the chunks evaluated (below the target
         either way, so the stopping rule is unchanged).
         """
-        pairs = pairs if pairs is not None else self._eval_pairs
-        errors = seen = 0
+        return self._answers(pairs if pairs is not None else self._eval_pairs, stop_below)[0]
+
+    def _answers(self, pairs: list[tuple[str, str]], stop_below: float | None) -> tuple[float, list[str]]:
+        """:meth:`evaluate`'s accuracy, and the greedy answers it read (the first ones only if it stopped early)."""
+        errors = 0
+        answers: list[str] = []
         chunk = 250
         self.model.eval()
         for i in range(0, len(pairs), chunk):
@@ -445,10 +464,34 @@ class TrainingRun:
             out = greedy_batch(self.model, batch.src.to(self.device), self.task.max_tgt_len + 1, self.options)
             predictions = [self.target_tokenizer.decode(row) for row in out.tolist()]
             errors += sum(p != t for p, (_, t) in zip(predictions, part))
-            seen += len(part)
+            answers += predictions
             if stop_below is not None and 1 - errors / len(pairs) < stop_below:
                 break  # the same expression as the final check, so rounding cannot stop it early
-        return 1 - errors / seen
+        return 1 - errors / len(answers), answers
+
+    @torch.inference_mode()
+    def held_out_perplexity(self, pairs: list[tuple[str, str]] | None = None) -> float:
+        """exp of the plain cross-entropy (no label smoothing) per target token of ``pairs`` (default: the
+        held-out set), teacher forcing, eval mode: how surprised the model is by the right answers."""
+        pairs = pairs if pairs is not None else self._eval_pairs
+        total = tokens = 0.0
+        self.model.eval()
+        for i in range(0, len(pairs), 250):
+            batch = batch_from_pairs(pairs[i:i + 250], self.tokenizer, self.target_tokenizer)
+            src, tgt_in, tgt_out = (x.to(self.device) for x in (batch.src, batch.tgt_in, batch.tgt_out))
+            logits = self.model(src, tgt_in, self.options.use_padding_mask, self.options.use_look_ahead_mask,
+                                need_weights=False).logits
+            total += float(torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), tgt_out.flatten(),
+                                                             ignore_index=PAD_ID, reduction="sum"))
+            tokens += int((tgt_out != PAD_ID).sum())
+        return math.exp(total / max(tokens, 1))
+
+    def _held_out_scores(self, answers: list[str]) -> HeldOut:
+        bleu = None
+        if self.config.task in TRANSLATION_TASKS and answers:
+            references = [target for _, target in self._eval_pairs[:len(answers)]]
+            bleu = corpus_bleu(answers, references, tokenize=TOKENIZE_FOR[self.config.task.split("-")[1]])
+        return HeldOut(self._step, self.held_out_perplexity(), bleu)
 
     def predict(self, sources: list[str]) -> list[str]:
         """Greedy answers for typed sources (characters outside the alphabet become <unk>)."""
@@ -476,9 +519,11 @@ class TrainingRun:
             with self._lock:
                 self._probes.append(probe)
         if self._step % cfg.eval_every == 0:
-            accuracy = self.evaluate(stop_below=cfg.target_accuracy)
+            accuracy, answers = self._answers(self._eval_pairs, cfg.target_accuracy)
+            held_out = self._held_out_scores(answers)
             with self._lock:
                 self._evals.append((self._step, accuracy))
+                self._held_out.append(held_out)
 
     def _done_reason(self) -> str | None:
         cfg = self.config
@@ -636,6 +681,7 @@ class TrainingRun:
                 loss=self._losses[-1] if self._losses else None, elapsed_s=self._elapsed,
                 losses=list(self._losses), lrs=list(self._lrs),
                 tokens_per_s=list(self._tokens_per_s), evals=list(self._evals), probes=list(self._probes),
+                held_out=list(self._held_out),
                 probe_src_tokens=self.probe_src_tokens, probe_tgt_tokens=self.probe_tgt_tokens,
                 queue_position=position, queue_waiting=waiting,
                 device=str(self.device), num_params=self.num_params, config=self.config.to_dict(),
@@ -655,7 +701,7 @@ class TrainingRun:
                 loss=self._losses[-1] if self._losses else None, elapsed_s=self._elapsed,
                 queue_position=position, queue_waiting=waiting, first_step=step + 1,
                 losses=self._losses[step:], lrs=self._lrs[step:], tokens_per_s=self._tokens_per_s[step:],
-                evals=self._evals[evals:], probes=self._probes[probes:],
+                evals=self._evals[evals:], probes=self._probes[probes:], held_out=self._held_out[evals:],
             )
 
     def status(self) -> RunStatus:

@@ -229,6 +229,25 @@ def test_an_experiment_sets_the_settings_and_trains_its_runs_one_after_another(a
     assert first.config["warmup"] == second.config["warmup"] == 1 and first.config["seed"] == second.config["seed"]
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_translation_smoothing_experiment_reads_perplexity_exact_match_and_bleu_side_by_side(app, monkeypatch, lang):
+    """#31: label smoothing on a translation task, read by held-out perplexity beside exact match and BLEU."""
+    quick(monkeypatch, "smoothing_mt", 20)
+    at = open_training(app, lang)
+    clean(at.button(key=experiments.button_key("smoothing_mt")).click().run())
+    assert at.radio(key="training.task").value == "en-zh"
+    at = rerun_until(at, lambda a: len(rows(a)) == 2 and all(
+        translate("training.compare.state.done", lang, step=20) in text for text in rows(a).values()))
+    table = next(frame.value for frame in at.dataframe
+                 if translate("training.compare.scores.perplexity", lang) in frame.value.columns)
+    snaps = [run.snapshot for run in at.session_state[ts._STATE_KEY].compared()]
+    assert len(table) == 2 and [s.config["label_smoothing"] for s in snaps] == [0.1, 0.0]
+    perplexity = table[translate("training.compare.scores.perplexity", lang)].tolist()
+    assert perplexity == [f"{s.held_out[-1].perplexity:.3f}" for s in snaps]
+    assert table[translate("training.compare.scores.bleu", lang)].tolist() == [f"{s.held_out[-1].bleu:.1f}" for s in snaps]
+    assert all(s.held_out[-1].step == s.evals[-1][0] == 20 for s in snaps)
+
+
 def test_stop_ends_the_experiment_and_its_queue(app, monkeypatch):
     quick(monkeypatch, "position", 20000)
     at = open_training(app)

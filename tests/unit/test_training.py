@@ -303,7 +303,7 @@ def test_an_exception_in_a_synchronous_run_is_reported_not_raised(monkeypatch):
     def bad_evaluate(*args, **kwargs):
         raise ValueError("bad eval")
 
-    monkeypatch.setattr(run, "evaluate", bad_evaluate)
+    monkeypatch.setattr(run, "_answers", bad_evaluate)  # what every evaluation reads
     snap = run.train_until_done()  # the first evaluation (step 10) fails
     assert snap.state == "failed" and snap.reason == "ValueError: bad eval" and snap.step == 10
 
@@ -383,3 +383,29 @@ def test_stop_may_come_from_the_training_thread_inside_a_step():
     worker.join(5)
     assert done.is_set()
     assert run.train_until_done().reason == "stopped before it started"
+
+
+def test_every_evaluation_records_the_held_out_perplexity_and_for_translation_the_bleu():
+    """#31: perplexity is exp of the plain (unsmoothed) cross-entropy of the held-out answers; BLEU only for translation."""
+    import math
+
+    from model.bleu import corpus_bleu
+    from model.tasks import batch_from_pairs
+
+    run = TrainingRun(TrainingConfig(**{**FAST, "max_steps": 20, "label_smoothing": 0.3}), device="cpu")
+    snap = run.train_until_done()
+    assert [h.step for h in snap.held_out] == [step for step, _ in snap.evals] == [10, 20]
+    assert all(h.bleu is None for h in snap.held_out)  # a character task
+    pairs = run._eval_pairs
+    batch = batch_from_pairs(pairs, run.tokenizer, run.target_tokenizer)
+    run.model.eval()
+    with torch.no_grad():
+        logits = run.model(batch.src, batch.tgt_in).logits
+    mean = torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0)
+    assert snap.held_out[-1].perplexity == pytest.approx(math.exp(float(mean)), rel=1e-5)
+    assert run.metrics_since(0, 1).held_out == snap.held_out[1:]  # read like the evaluations
+
+    mt = TrainingRun(TrainingConfig(**{**FAST, "task": "en-zh", "task_max_len": None, "max_steps": 10}), device="cpu")
+    last = mt.train_until_done().held_out[-1]
+    answers = mt.predict([source for source, _ in mt._eval_pairs])
+    assert last.bleu == pytest.approx(corpus_bleu(answers, [target for _, target in mt._eval_pairs], tokenize="zh"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import pandas as pd
 import streamlit as st
 
 from model.training import RunSnapshot
@@ -118,3 +119,20 @@ def compare_section(session: ts.TrainingSession, current: RunSnapshot | None = N
         return
     label_fields = differing_fields([run.config for run in shown], ("task",) + COMPARED_FIELDS)
     charts.overlay_charts([(run_label(run, label_fields), run.snapshot) for run in shown])
+    scores_table([(run_label(run, label_fields), run.snapshot) for run in shown])
+
+
+def scores_table(runs: Sequence[tuple[str, RunSnapshot]]) -> None:
+    """Each ticked run's last evaluation side by side: exact match, held-out perplexity and (translation) BLEU,
+    the numbers an experiment is read by (a loss with label smoothing has a floor, so it is not one of them)."""
+    rows = [{t("training.compare.scores.run"): label,
+             t("training.compare.scores.step"): format_count(snap.evals[-1][0]),
+             t("training.compare.scores.accuracy"): f"{snap.evals[-1][1]:.1%}",
+             t("training.compare.scores.perplexity"): f"{snap.held_out[-1].perplexity:.3f}" if snap.held_out else "–",
+             t("training.compare.scores.bleu"): f"{snap.held_out[-1].bleu:.1f}"
+             if snap.held_out and snap.held_out[-1].bleu is not None else "–"}
+            for label, snap in runs if snap.evals]
+    if rows:
+        st.markdown(f"**{t('training.compare.scores.heading')}**")
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        st.caption(t("training.compare.scores.caption"))

@@ -184,6 +184,7 @@ class _Drawn:
         self.lrs: list[float] = []
         self.tokens_per_s: list[float] = []
         self.evals: list[tuple[int, float]] = []
+        self.held_out: list = []
         self.probes: list = []
         self.config = run.config.to_dict()
         self._lock = threading.Lock()
@@ -196,6 +197,7 @@ class _Drawn:
             self.lrs += new.lrs
             self.tokens_per_s += new.tokens_per_s
             self.evals += new.evals
+            self.held_out += new.held_out
             self.probes += new.probes
             run = self.run
             return RunSnapshot(
@@ -203,7 +205,7 @@ class _Drawn:
                 queue_position=new.queue_position, queue_waiting=new.queue_waiting, elapsed_s=new.elapsed_s,
                 losses=list(self.losses), lrs=list(self.lrs), tokens_per_s=list(self.tokens_per_s),
                 evals=list(self.evals), probes=list(self.probes), probe_src_tokens=run.probe_src_tokens, probe_tgt_tokens=run.probe_tgt_tokens,
-                device=str(run.device), num_params=run.num_params, config=self.config,
+                device=str(run.device), num_params=run.num_params, config=self.config, held_out=list(self.held_out),
             )
 
 
