@@ -1,11 +1,14 @@
 """LayerNorm and where it goes: one normalisation of the model token by token, RMSNorm beside it,
-LayerNorm vs BatchNorm on a padded batch, and post-norm vs pre-norm with the gradients at initialisation."""
+LayerNorm vs BatchNorm on a padded batch, and post-norm vs pre-norm with the gradients at initialisation,
+beside a third wiring without residual connections and the "1 +" the skip adds to one connection's gradient."""
+import numpy as np
 import streamlit as st
 
 from explain.layernorm import (FINAL, TokenNorm, batch_compare, matrix_csv, norm_sites, parse_site,
                                rms_vs_layer, sentence_pair_ids, token_norm, trace_name)
-from explain.norm_placement import (BATCH_SIZE, N_LAYERS, PLACEMENTS, SEEDS, TASK, gradient_csv, growth,
-                                    init_gradient_norms, spread)
+from explain.norm_placement import (BATCH_SIZE, GRADIENT_WIRINGS, N_LAYERS, NO_RESIDUAL, ONE_PLUS_ROWS,
+                                    PLACEMENTS, SEEDS, TASK, OnePlus, connections, gradient_csv, growth,
+                                    init_gradient_norms, one_plus_term, spread)
 from figures.labels import display_token, token_label
 from figures.layernorm import (feature_means_figure, gamma_beta_figure, gradient_figure, normalised_heatmap,
                                rms_layer_figure, wiring_figure)
@@ -29,6 +32,13 @@ BATCH_NORM = (r"\begin{gathered}\mathrm{BatchNorm}(x)_{b,t,j} = \frac{x_{b,t,j} 
               r" \\ \mu_j = \frac{1}{N}\sum_{b,t} x_{b,t,j}\end{gathered}")  # two lines: one is wider than a phone
 WIRINGS = {"post": r"y = \mathrm{LayerNorm}(x + \mathrm{Sublayer}(x))",
            "pre": r"y = x + \mathrm{Sublayer}(\mathrm{LayerNorm}(x))"}
+NO_RESIDUAL_WIRING = r"y = \mathrm{LayerNorm}(\mathrm{Sublayer}(x))"
+ONE_PLUS = (r"\begin{aligned}\frac{\partial L}{\partial x} &= \frac{\partial L}{\partial (x+F)}"
+            r"\Big(1 + \frac{\partial F}{\partial x}\Big) \\ &= \frac{\partial L}{\partial (x+F)} + "
+            r"\frac{\partial L}{\partial (x+F)}\,\frac{\partial F}{\partial x}\end{aligned}")  # two lines: a phone
+WITHOUT_SKIP = r"\frac{\partial L}{\partial x} = \frac{\partial L}{\partial F}\,\frac{\partial F}{\partial x}"
+SKIP_SITES = tuple(f"{stack}.{layer}.{sub}" for stack, layer, sub in connections(N_LAYERS))
+SKIP_AT = ChoiceParam("layer_norm_skip_at", default=f"decoder.{N_LAYERS - 1}.cross_attn", choices=SKIP_SITES)
 
 
 # ------------------------------------------------------------------ one norm, token by token
@@ -174,25 +184,61 @@ def wirings(ckpt) -> None:
                       kind=t(f"layer_norm.placement.kind_{config.norm_kind}")))
 
 
+def one_plus_table(term: OnePlus) -> None:
+    """The connection's gradient, with the skip and without, one row per quantity; 4 significant digits
+    (scientific where small: without the skip some are ~1e-9). A static table: its cells wrap on a phone."""
+    table = term.table().map(lambda v: "—" if np.isnan(v) else f"{v:.4g}")
+    table.columns = [t(f"layer_norm.grad.one_plus_col_{wiring}") for wiring in table.columns]
+    table.index = [t(f"layer_norm.grad.one_plus_row_{row}") for row in ONE_PLUS_ROWS]
+    table.index.name = t("layer_norm.grad.one_plus_col_quantity")
+    st.table(table)
+
+
+def one_plus(seed: int) -> None:
+    """The "1 +" of one sublayer connection (``?layer_norm_skip_at=``), post-norm with and without the skip."""
+    st.markdown(t("layer_norm.grad.one_plus_intro"))
+    st.latex(ONE_PLUS)
+    st.markdown(t("layer_norm.grad.one_plus_without"))
+    st.latex(WITHOUT_SKIP)
+    site = st.selectbox(t("layer_norm.grad.one_plus_site"), SKIP_SITES, key=bind(SKIP_AT, key="layer_norm.skip_at"),
+                        format_func=lambda s: site_label(s, N_LAYERS), help=t("layer_norm.grad.one_plus_site_help"))
+    stack, layer, sub = parse_site(site)
+    term = computed(one_plus_term, seed, (stack, layer, sub), N_LAYERS)
+    one_plus_table(term)
+    st.caption(t("layer_norm.grad.one_plus_caption", with_skip=f"{term.gain('post'):.4g}",
+                 without=f"{term.gain(NO_RESIDUAL):.4g}"))
+    if not term.resolved(NO_RESIDUAL):
+        st.info(t("layer_norm.grad.one_plus_noise"), icon=":material/info:")
+
+
 @fragment
 def gradients() -> None:
-    """The seed picker and the gradient norm of every layer at initialisation, both wirings."""
+    """The seed picker, the gradient norm of every layer at initialisation for the three wirings on a log axis,
+    and the "1 +" of one connection."""
     seed = st.segmented_control(t("layer_norm.grad.seed"), SEEDS, key=bind(SEED, key="layer_norm.seed"),
                                 required=True, help=t("layer_norm.grad.seed_help"))
     result = computed(init_gradient_norms, seed, N_LAYERS)
     ticks = [t(f"layer_norm.grad.tick_{stack}", n=layer + 1) for stack, layer in zip(result.stacks, result.layers)]
-    names = {p: t(f"layer_norm.grad.name_{p}") for p in PLACEMENTS}
+    names = {w: t(f"layer_norm.grad.name_{w}") for w in GRADIENT_WIRINGS}
     plot(gradient_figure(result.norms, ticks, names=names, title=t("layer_norm.grad.title", layers=N_LAYERS),
-                         x_title=t("layer_norm.grad.x"), y_title="", split=N_LAYERS),
+                         x_title=t("layer_norm.grad.x"), y_title="", split=N_LAYERS, floor=result.floor(),
+                         floor_label=t("layer_norm.grad.floor")),
          key="layer_norm.grad_chart")
-    for column, placement in zip(st.columns(2), PLACEMENTS):
+    columns = st.columns(3)
+    for column, placement in zip(columns, PLACEMENTS):
         decoder = result.decoder(placement)
         column.metric(t(f"layer_norm.grad.growth_{placement}"), f"{growth(decoder):.2f}×",
                       help=t("layer_norm.grad.growth_help"))
         column.caption(t("layer_norm.grad.spread", spread=f"{spread(decoder):.2f}"))
+    lost = result.below_floor(NO_RESIDUAL)
+    columns[2].metric(t("layer_norm.grad.lost_no_residual"), f"{int(lost.sum())} / {len(lost)}",
+                      help=t("layer_norm.grad.lost_help"))
     st.caption(t("layer_norm.grad.caption", task=TASK, batch=BATCH_SIZE, layers=N_LAYERS))
+    st.caption(t("layer_norm.grad.floor_caption", floor=f"{result.floor():.1e}"))
+    st.markdown(t("layer_norm.grad.no_residual_reading"))
     csv_download("layer_norm.grad.csv", lambda: gradient_csv(result), "gradient_norms_at_init.csv",
                  key="layer_norm.grad_csv")
+    one_plus(seed)
 
 
 # ------------------------------------------------------------------ the page
@@ -228,6 +274,8 @@ with page("layer_norm", formulas=FORMULAS, try_this="top") as ckpt:
     wirings(ckpt)
     st.subheader(t("layer_norm.grad.heading"), anchor="layer-norm-grad")
     st.markdown(t("layer_norm.grad.intro"))
+    st.markdown(t("layer_norm.grad.no_residual"))
+    st.latex(NO_RESIDUAL_WIRING)
     gradients()
     st.markdown(t("layer_norm.grad.training"))
     link(stop("training"), t("layer_norm.grad.training_link"), icon=":material/model_training:")

@@ -221,12 +221,14 @@ ROWS: list[Row] = [
         text("Sentence", "the cat sat on the mat")),
     flip(toggle("Positional encoding on"), POS, "positional:pe-switch"),
     flip(button("Shuffle"), POS, "positional:shuffle"),
-    # LayerNorm (#20), on the copy model (2 + 2 layers); a cold seed = two 6 + 6-layer models' backward passes
+    # LayerNorm (#20), on the copy model (2 + 2 layers); a cold seed = three 6 + 6-layer models' backward passes and the "1 +"'s two
     Row("layernorm:norm", LN, select("Norm", "Decoder layer 1 of 2 · cross-attention"),
         select("Norm", "Encoder layer 1 of 2 · self-attention")),
     arrows("Token", LN, "layernorm:token"),
     flip(toggle("Count the <pad> positions in BatchNorm"), LN, "layernorm:pads"),
     pick("Seed", "0", "1", LN, "layernorm:seed"),
+    Row("layernorm:one-plus", LN, select("Connection", "Decoder layer 6 of 6 · feed-forward"),
+        select("Connection", "Decoder layer 6 of 6 · cross-attention")),
     Row("layernorm:sentence", LN, select("Sentence", "3: hi!"), select("Sentence", "1: hello world")),
     Row("layernorm:batch", LN, text(re.compile("^Sentences, one per line"), "hello world\nhi!"),
         text(re.compile("^Sentences, one per line"), BATCH)),

@@ -1,6 +1,7 @@
 """The LayerNorm page's pictures, from the numbers of :mod:`explain.layernorm` and
 :mod:`explain.norm_placement`: γ and β, normalised vectors, BatchNorm's feature means, the two
-wirings of a sublayer (post-norm and pre-norm) and the gradient norms at initialisation.
+wirings of a sublayer (post-norm and pre-norm) and the gradient norms at initialisation (those two
+wirings and post-norm without residual connections, on a log axis).
 
 Every text comes in translated; vectors of d numbers are drawn against the feature index.
 """
@@ -136,17 +137,33 @@ def wiring_figure(placement: str, labels: Mapping[str, str]) -> go.Figure:
 
 
 def gradient_figure(norms: Mapping[str, np.ndarray], tick_labels: Sequence[str], *, names: Mapping[str, str],
-                    title: str, x_title: str, y_title: str, split: int) -> go.Figure:
-    """Each layer's gradient norm, one line per wiring (``norms``: placement → (2·L,)), layers in
-    forward order; a dotted line between the encoder's ``split`` layers and the decoder's."""
+                    title: str, x_title: str, y_title: str, split: int, floor: float | None = None,
+                    floor_label: str = "") -> go.Figure:
+    """Each layer's gradient norm on a log axis, one line per wiring (``norms``: wiring → (2·L,)), layers
+    in forward order; a dotted line between the encoder's ``split`` layers and the decoder's.
+
+    With ``floor`` (the smallest norm the computation resolves), a layer below it is drawn on the floor
+    as an open down-triangle, its true value in the hover, and a dotted line labelled ``floor_label``
+    marks the floor: a log axis would otherwise spend dozens of decades on rounding noise.
+    """
     x = np.arange(len(tick_labels))
     gap_x = np.insert(x.astype(float), split, split - 0.5)  # a gap: no line from encoder to decoder
-    traces = [go.Scatter(x=gap_x, y=np.insert(np.asarray(values, np.float64), split, np.nan), name=names[placement],
-                         mode="lines+markers", marker=dict(size=7), line=dict(width=2, color=PALETTE[n]),
-                         connectgaps=False)
-              for n, (placement, values) in enumerate(norms.items())]
+    gap_ticks = np.insert(np.asarray(tick_labels, object), split, "")
+    traces = []
+    for n, (wiring, values) in enumerate(norms.items()):
+        values = np.insert(np.asarray(values, np.float64), split, np.nan)
+        below = values < floor if floor is not None else np.zeros(len(values), bool)
+        traces.append(go.Scatter(
+            x=gap_x, y=np.where(below, floor or 0.0, values), name=names[wiring], mode="lines+markers",
+            marker=dict(size=np.where(below, 9, 7), symbol=np.where(below, "triangle-down-open", "circle")),
+            line=dict(width=2, color=PALETTE[n]), connectgaps=False, customdata=values, text=gap_ticks,
+            hovertemplate="%{text}: %{customdata:.3g}<extra>%{fullData.name}</extra>"))
     fig = _legend_on_top(figure(*traces, title=title, height=360))
     fig.add_vline(x=split - 0.5, line=GUIDE)
+    if floor is not None:
+        fig.add_hline(y=floor, line=GUIDE)
+        fig.add_annotation(x=0, xref="paper", xanchor="left", y=np.log10(floor), yref="y", yanchor="bottom",
+                           text=floor_label, showarrow=False, font=dict(size=11, color=TEXT))  # log axis: log10(y)
     fig.update_xaxes(title=x_title, tickmode="array", tickvals=list(x), ticktext=list(tick_labels))
-    fig.update_yaxes(title=y_title, rangemode="tozero")
+    fig.update_yaxes(title=y_title, type="log", exponentformat="power")
     return fig

@@ -60,6 +60,12 @@ def table(at: AppTest):
     return at.dataframe[0].value
 
 
+def one_plus(at: AppTest, lang: str = "en"):
+    """The "1 +" table: rows the quantities, columns the two wirings (strings as shown)."""
+    (shown,) = [tab.value for tab in at.table if tab.value.index.name == text("grad.one_plus_col_quantity", lang)]
+    return shown
+
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_default_view_in_both_languages(app, lang):
     at = open_page(app, lang)
@@ -81,11 +87,26 @@ def test_default_view_in_both_languages(app, lang):
     assert any(text("placement.model_post", lang, kind=text("placement.kind_layer", lang)) == m.value
                for m in at.markdown)
     assert "training" in [link.proto.page.strip("/") for link in at.get("page_link")]
-    assert {"layer_norm_at", "layer_norm_tok", "layer_norm_pads", "layer_norm_seed"} <= set(at.query_params)
+    assert {"layer_norm_at", "layer_norm_tok", "layer_norm_pads", "layer_norm_seed",
+            "layer_norm_skip_at"} <= set(at.query_params)
+    gradients = chart(at, "layer_norm.grad_chart")
+    assert [trace["name"] for trace in gradients["data"]] == [text(f"grad.name_{w}", lang)
+                                                              for w in ("post", "pre", "no_residual")]
+    assert gradients["layout"]["yaxis"]["type"] == "log"
+    assert metric(at, "grad.lost_no_residual", lang) == "5 / 12"  # D1–D5: below float32 rounding
+    assert at.selectbox(key="layer_norm.skip_at").value == "decoder.5.cross_attn"
+    term = one_plus(at, lang)
+    assert term.loc[text("grad.one_plus_row_skip", lang), text("grad.one_plus_col_no_residual", lang)] == "—"
+    assert float(term.loc[text("grad.one_plus_row_gain", lang), text("grad.one_plus_col_post", lang)]) == (
+        pytest.approx(1.0, abs=0.01))  # the skip hands the gradient on
+    assert float(term.loc[text("grad.one_plus_row_gain", lang), text("grad.one_plus_col_no_residual", lang)]) < 1e-6
 
 
 def test_url_values_open_that_view(app):
-    at = open_page(app, ln_at="decoder.1.cross_attn", ln_tok="3", ln_pads="false", ln_seed="2", sent="1")
+    at = open_page(app, ln_at="decoder.1.cross_attn", ln_tok="3", ln_pads="false", ln_seed="2", sent="1",
+                   ln_skip_at="encoder.0.ffn")
+    assert at.selectbox(key="layer_norm.skip_at").value == "encoder.0.ffn"
+    assert one_plus(at).loc[text("grad.one_plus_row_skip"), text("grad.one_plus_col_no_residual")] == "—"
     assert at.selectbox(key="layer_norm.site").value == "decoder.1.cross_attn"
     assert at.select_slider(key="layer_norm.token").value == 3
     assert at.toggle(key="layer_norm.count_pads").value is False
@@ -97,7 +118,9 @@ def test_url_values_open_that_view(app):
 
 
 @pytest.mark.parametrize("name, bad", [("layer_norm_at", "encoder.0.cross_attn"), ("layer_norm_at", "decoder.final"),
-                                       ("layer_norm_tok", "-1"), ("layer_norm_pads", "maybe"), ("layer_norm_seed", "9")])
+                                       ("layer_norm_tok", "-1"), ("layer_norm_pads", "maybe"), ("layer_norm_seed", "9"),
+                                       ("layer_norm_skip_at", "encoder.0.cross_attn"),
+                                       ("layer_norm_skip_at", "decoder.6.ffn"), ("layer_norm_skip_at", "<script>")])
 def test_bad_url_values_fall_back_with_a_notice(app, name, bad):
     at = open_page(app, **{name: bad})
     assert len(at.toast) == 1 and bad in at.toast[0].value.replace("\\", "")  # the toast escapes Markdown
@@ -124,6 +147,14 @@ def test_each_control_changes_its_view(app):
     post = metric(at, "grad.growth_post")
     clean(at.segmented_control(key="layer_norm.seed").set_value(4).run())
     assert query(at, "layer_norm_seed") == "4" and metric(at, "grad.growth_post") != post
+
+    gain = (text("grad.one_plus_row_gain"), text("grad.one_plus_col_no_residual"))
+    assert float(one_plus(at).loc[gain]) < 1e-6  # the top cross-attention passes nothing back without the skip
+    clean(at.selectbox(key="layer_norm.skip_at").set_value("decoder.5.ffn").run())
+    assert query(at, "layer_norm_skip_at") == "decoder.5.ffn" and float(one_plus(at).loc[gain]) > 0.3
+    assert not any(m.value == text("grad.one_plus_noise") for m in at.info)
+    clean(at.selectbox(key="layer_norm.skip_at").set_value("decoder.0.ffn").run())
+    assert any(m.value == text("grad.one_plus_noise") for m in at.info)  # nothing reaches D1 without the skip
 
     clean(at.selectbox(key="batch.sentence").set_value(2).run())
     assert len(values(chart(at, "layer_norm.batch_batch")["data"][0]["z"])) == len("hi!")
@@ -176,6 +207,7 @@ def test_without_a_model_the_diagram_and_the_gradients_still_show(app, monkeypat
     for key in ("layer_norm.wiring_post", "layer_norm.wiring_pre", "layer_norm.grad_chart"):
         chart(at, key)
     assert not at.dataframe
+    assert len(one_plus(at)) == 5  # the "1 +" needs no model either
 
 
 @pytest.mark.parametrize("name", ["en-zh", "zh-en"])

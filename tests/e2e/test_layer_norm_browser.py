@@ -1,5 +1,5 @@
 """The LayerNorm page in a real browser: every control (the norm, the token, the pads switch, the
-seed, the batch), a screenshot per state in both languages, and the page at a phone's width.
+seed, the "1 +" connection, the batch), a screenshot per state in both languages, and the page at a phone's width.
 
 The server uses the shipped checkpoints; where none is installed, the sections that run a model
 show a notice and the checks that need one are skipped inside the test.
@@ -61,6 +61,16 @@ def test_layer_norm_page(page, wait_for_app, screenshot, lang):
                                                                   exact=True))).not_to_contain_text(before)
     ARTIFACTS.mkdir(exist_ok=True)  # the page is taller than a screenshot: its last chart on its own
     widget(p, "layer_norm.grad_chart").screenshot(path=str(ARTIFACTS / f"layernorm_gradients_{lang}.png"))
+
+    # The "1 +" of another connection: the top feed-forward passes a fair share back even without the skip.
+    one_plus = p.get_by_test_id("stTable").filter(has_text=translate("layer_norm.grad.one_plus_row_gain", lang))
+    expect(one_plus).to_contain_text("e-0")  # the default, the top cross-attention: ~1e-8 without the skip
+    option = translate("layer_norm.token.site_option", lang, stack=translate("layer_norm.token.stack_decoder", lang),
+                       n=6, total=6, sublayer=translate("layer_norm.token.sublayer_ffn", lang))
+    pick_option(p, translate("layer_norm.grad.one_plus_site", lang), option)
+    wait_for_url(p, wait_for_app, r"layer_norm_skip_at=decoder\.5\.ffn")
+    expect(one_plus).not_to_contain_text("e-0")
+    one_plus.screenshot(path=str(ARTIFACTS / f"layernorm_one_plus_{lang}.png"))
     if not model:
         return
 
@@ -105,7 +115,7 @@ def test_layer_norm_page_on_a_phone(page, screenshot):
     assert p.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     screenshot(p, "layernorm_phone_zh")
     ARTIFACTS.mkdir(exist_ok=True)  # below the page's first 5000 px: the diagram and the gradients on their own
-    for key in ("layer_norm.wiring_pre", "layer_norm.grad_chart"):
+    for key in ("layer_norm.wiring_pre", "layer_norm.grad_chart"):  # the chart: three wirings on a log axis
         widget(p, key).screenshot(path=str(ARTIFACTS / f"layernorm_phone_{key.split('.')[1]}_zh.png"))
 
 

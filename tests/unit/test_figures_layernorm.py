@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from figures import layernorm as fl
 
@@ -63,3 +64,21 @@ def test_gradient_chart_has_one_line_per_wiring_and_the_stack_boundary():
     assert np.isnan(drawn[2]) and fig.data[0].x[2] == 1.5  # the line breaks between the stacks
     assert list(fig.layout.xaxis.ticktext) == ["E1", "E2", "D1", "D2"]
     assert [shape.x0 for shape in fig.layout.shapes] == [1.5]
+    assert fig.layout.yaxis.type == "log"
+
+
+def test_gradient_chart_draws_layers_below_the_rounding_floor_on_the_floor():
+    """A no-residual line falls some 30 decades: below the floor its points sit on the floor as open
+    triangles, their raw values kept for the hover."""
+    norms = {"post": np.array([1.0, 1.2, 2.0, 3.0]), "no_residual": np.array([2.0, 2.5, 1e-30, 3.5])}
+    fig = fl.gradient_figure(norms, ["E1", "E2", "D1", "D2"], names={"post": "post", "no_residual": "none"},
+                             title="t", x_title="layer", y_title="", split=2, floor=1e-6, floor_label="float32")
+    none = fig.data[1]
+    np.testing.assert_allclose(np.asarray(none.y, float), [2.0, 2.5, np.nan, 1e-6, 3.5])
+    np.testing.assert_allclose(np.asarray(none.customdata, float), [2.0, 2.5, np.nan, 1e-30, 3.5])
+    assert list(none.marker.symbol) == ["circle", "circle", "circle", "triangle-down-open", "circle"]
+    assert list(fig.data[0].marker.symbol) == ["circle"] * 5
+    floors = [shape for shape in fig.layout.shapes if shape.y0 == shape.y1 == 1e-6]
+    label = next(a for a in fig.layout.annotations if a.text == "float32")
+    assert len(floors) == 1 and label.y == pytest.approx(-6)  # a log axis places annotations at log10(y)
+    assert fig.layout.yaxis.type == "log"
