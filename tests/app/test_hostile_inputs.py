@@ -166,13 +166,14 @@ SETTINGS = [
              (BoolParam("attention_all", True), ATT_KIND, LAYER_HEAD["attention_layer"], LAYER_HEAD["attention_head"]),
              {"attention_view": "heads"}),
     Settings("attention_inside", "app_pages/attention.py",
-             (BoolParam("attention_scale", True), ATT_KIND, LAYER_HEAD["attention_layer"], LAYER_HEAD["attention_head"]),
+             (BoolParam("attention_scale", True), ATT_KIND, LAYER_HEAD["attention_layer"], LAYER_HEAD["attention_head"],
+              ChoiceParam("attention_compat", "dot", choices=("dot", "additive"))),
              {"attention_view": "inside"}),
     Settings("attention_ablation", "app_pages/attention.py",
              (HeadSetParam("attention_off", default=[], choices=tuple(xa.all_heads(N_LAYERS, N_HEADS))),),
              {"attention_view": "ablation"}),
     Settings("decoding", "app_pages/decoding.py", (
-        MODEL, ChoiceParam("decoding_view", "steps", choices=("steps", "compare", "forcing")),
+        MODEL, ChoiceParam("decoding_view", "steps", choices=("steps", "compare", "forcing", "parallel")),
         ChoiceParam("decoding_strategy", "greedy", choices=dv.STRATEGIES), LAYER_HEAD["decoding_layer"], LAYER_HEAD["decoding_head"],
         Live("decoding_step", lambda at: IntParam("decoding_step", 1, lo=1, hi=int(at.slider(key="decoding.step").max))),
     )),
@@ -180,10 +181,12 @@ SETTINGS = [
         IntParam("decoding_beam", 3, lo=1, hi=8), FloatParam("decoding_temp", 1.0, lo=0.0, hi=2.0, step=0.1),
         ChoiceParam("decoding_topk", "all", choices=dv.TOP_K_CHOICES), IntParam("decoding_seed", 0, lo=0, hi=9999),
     ), {"decoding_view": "compare"}),
+    Settings("decoding_parallel", "app_pages/decoding.py",
+             (ChoiceParam("decoding_placeholder", "unk", choices=dv.PLACEHOLDERS),), {"decoding_view": "parallel"}),
     Settings("training", "app_pages/training.py", (
-        MODEL, *(trs.PARAMS[name] for name in ("task", "preset", "batch_size", "warmup")), trs.COMPARE,
-        *(trs.PARAMS[name] for name in ("factor", "label_smoothing", "seed", "max_steps", "use_padding_mask",
-                                        "use_look_ahead_mask")),
+        MODEL, *(trs.PARAMS[name] for name in ("task", "preset", "heads", "batch_size", "warmup")), trs.COMPARE,
+        trs.PAPER_LR, *(trs.PARAMS[name] for name in ("factor", "label_smoothing", "dropout", "seed", "max_steps",
+                                                      "use_padding_mask", "use_look_ahead_mask")),
     )),
     # The pages below define their params in the page file (a script, not importable): their choices come
     # from explain/ where it has them.
@@ -195,15 +198,22 @@ SETTINGS = [
         picked_index("feed_forward_to", "selectbox", "feed_forward.copy_to"),
     ), {"feed_forward_view": "position"}),
     Settings("residual_stream", "app_pages/residual_stream.py", (
-        MODEL, ChoiceParam("residual_stream_view", "sizes", choices=("sizes", "off")),
+        MODEL, ChoiceParam("residual_stream_view", "sizes", choices=("sizes", "off", "dropout")),
         ChoiceParam("residual_stream_stack", "encoder", choices=rv.STACKS), picked_index("residual_stream_tok", "selectbox", "residual_stream.token"),
     )),
     Settings("residual_off", "app_pages/residual_stream.py",
              (HeadSetParam("residual_stream_off", default=[], choices=tuple(rv.all_connections(N_LAYERS))),), {"residual_stream_view": "off"}),
+    Settings("residual_dropout", "app_pages/residual_stream.py", (
+        ChoiceParam("residual_stream_drop_at", rv.all_connections(N_LAYERS)[0], choices=tuple(rv.all_connections(N_LAYERS))),
+        picked_index("residual_stream_drop_tok", "selectbox", "residual_stream.drop_tok"),
+        FloatParam("residual_stream_drop_p", 0.1, lo=0.0, hi=0.9, step=0.05), IntParam("residual_stream_drop_seed", 0, lo=0, hi=9999),
+    ), {"residual_stream_view": "dropout"}),
     Settings("layer_norm", "app_pages/layer_norm.py", (
         MODEL, SENT, ChoiceParam("layer_norm_at", NORM_SITES[0], choices=NORM_SITES),
         picked_index("layer_norm_tok", "select_slider", "layer_norm.token"), BoolParam("layer_norm_pads", True),
         IntParam("layer_norm_seed", npl.SEEDS[0], lo=npl.SEEDS[0], hi=npl.SEEDS[-1]),
+        ChoiceParam("layer_norm_skip_at", f"decoder.{npl.N_LAYERS - 1}.cross_attn",
+                    choices=tuple(f"{s}.{l}.{sub}" for s, l, sub in npl.connections(npl.N_LAYERS))),
     )),
     Settings("output_and_loss", "app_pages/output_and_loss.py", (
         MODEL, ChoiceParam("output_and_loss_view", "logits", choices=("logits", "seed", "loss", "smoothing")),
