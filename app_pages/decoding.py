@@ -1,10 +1,15 @@
-"""Decoding: the autoregressive loop step by step, greedy / beam / sampling side by side, teacher
-forcing (training) against free running (inference), and all at once (one pass) against one at a time."""
+"""Decoding: the autoregressive loop step by step, greedy / beam / sampling side by side (with beam
+search's hypotheses as a tree and its length normalisation), teacher forcing (training) against free
+running (inference), and all at once (one pass) against one at a time."""
+import html
+
 import streamlit as st
 
-from explain.decoding import (EOS, PARALLEL_COLUMNS, PLACEHOLDERS, STRATEGIES, TOP_K_CHOICES, TRACE_K, DecodeTrace,
-                              TokenCount, all_at_once, beams_table, cache_savings, decode, first_difference,
-                              forcing_table, generated_tokens, parse_top_k, sample_chance, step_after, teacher_forcing)
+from explain.decoding import (BEAM_STATUSES, EOS, PARALLEL_COLUMNS, PLACEHOLDERS, RANKING_COLUMNS, STRATEGIES,
+                              TOP_K_CHOICES, TRACE_K, TREE_COLUMNS, BeamNode, BeamTree, DecodeTrace, TokenCount,
+                              all_at_once, beam_tree, beams_table, cache_savings, decode, first_difference,
+                              forcing_table, generated_tokens, parse_top_k, ranking_table, sample_chance, step_after,
+                              teacher_forcing, tree_table)
 from explain.attention import format_probability
 from explain.examples import PRONOUN_SENTENCES, REFERENT_AFTER, REORDER, TRANSLATIONS
 from explain.output import trained_epsilon
@@ -30,6 +35,7 @@ SECTIONS = ("steps", "compare", "forcing", "parallel")
 SECTION = ChoiceParam("decoding_view", "steps", choices=SECTIONS)
 STRATEGY = ChoiceParam("decoding_strategy", "greedy", choices=STRATEGIES)
 BEAM = IntParam("decoding_beam", 3, lo=1, hi=8)
+LENGTH_PENALTY = FloatParam("decoding_length_penalty", 0.0, lo=0.0, hi=2.0, step=0.1)  # α in score / length ** α
 TEMPERATURE = FloatParam("decoding_temp", 1.0, lo=0.0, hi=2.0, step=0.1)
 TOP_K = ChoiceParam("decoding_topk", "all", choices=TOP_K_CHOICES)
 TARGET_CHARS = 200  # the typed teacher-forcing answer: any paste is taken and cut to this
@@ -44,9 +50,15 @@ def trace_of(ckpt, source: str, strategy: str, **params) -> DecodeTrace:
     return computed(decode, source, strategy, model=ckpt, **params)
 
 
-def beam_slider() -> int:
-    return st.slider(t("decoding.beam_size"), 1, 8, key=bind(BEAM, key="decoding.beam"),
-                     help=t("decoding.beam_size_help"))
+def beam_controls() -> tuple[int, float]:
+    """The beam size and the length penalty α, side by side."""
+    size_col, alpha_col = st.columns(2)
+    beam_size = size_col.slider(t("decoding.beam_size"), 1, 8, key=bind(BEAM, key="decoding.beam"),
+                                help=t("decoding.beam_size_help"))
+    alpha = alpha_col.slider(t("decoding.length_penalty"), 0.0, 2.0, step=0.1,
+                             key=bind(LENGTH_PENALTY, key="decoding.length_penalty"),
+                             help=t("decoding.length_penalty_help"))
+    return int(beam_size), float(alpha)
 
 
 def sampling_controls() -> tuple[float, int | None, int]:
@@ -89,7 +101,8 @@ def step_by_step(ckpt, source: str) -> None:
                                     format_func=lambda s: t(f"decoding.strategy_name.{s}"),
                                     key=bind(STRATEGY, key="decoding.strategy"))
     if strategy == "beam":
-        trace = trace_of(ckpt, source, "beam", beam_size=beam_slider())
+        beam_size, alpha = beam_controls()
+        trace = trace_of(ckpt, source, "beam", beam_size=beam_size, length_penalty=alpha)
         st.caption(t("decoding.steps.beam_note"))
     elif strategy == "sample":
         temperature, top_k, seed = sampling_controls()
@@ -195,11 +208,11 @@ def beam_columns() -> dict[str, str]:
 
 
 def compare(ckpt, source: str) -> None:
-    beam_size = beam_slider()
+    beam_size, alpha = beam_controls()
     temperature, top_k, seed = sampling_controls()
     traces = {
         "greedy": trace_of(ckpt, source, "greedy"),
-        "beam": trace_of(ckpt, source, "beam", beam_size=beam_size),
+        "beam": trace_of(ckpt, source, "beam", beam_size=beam_size, length_penalty=alpha),
         "sample": trace_of(ckpt, source, "sample", temperature=temperature, top_k=top_k, seed=seed),
     }
     expected = expected_output(ckpt, source)
@@ -218,7 +231,60 @@ def compare(ckpt, source: str) -> None:
     st.caption(t("decoding.compare.beam_same" if same else "decoding.compare.beam_differs"))
     st.subheader(t("decoding.compare.beams_heading"))
     st.caption(t("decoding.compare.beams_caption", size=beam_size))
+    tree = beam_tree(traces["beam"])
+    tree_view(tree, beam_size, alpha)
     st.dataframe(beams_table(traces["beam"], beam_columns()), hide_index=True, width="stretch", height=300)
+    length_normalisation(tree, alpha)
+
+
+def status_names() -> dict[str, str]:
+    return {status: t(f"decoding.tree.status.{status}") for status in BEAM_STATUSES}
+
+
+def node_hover(node: BeamNode, alpha: float, names: dict[str, str]) -> str:
+    """A node's hover: the whole hypothesis, its summed log-probability, its length-normalised score and its
+    status (``names``), escaped for plotly."""
+    if node.parent is None:
+        return html.escape(t("decoding.tree.hover_root"))
+    text = node.text + (" " + EOS if node.status == "finished" else "")
+    return html.escape(t("decoding.tree.hover", step=node.step, rank=node.rank, text=text or "∅",
+                         score=f"{node.score:.3f}", length=node.length, alpha=f"{alpha:g}",
+                         normalised=f"{node.rank_score:.3f}", status=names[node.status])).replace("\n", "<br>")
+
+
+def tree_view(tree: BeamTree, beam_size: int, alpha: float) -> None:
+    """Every hypothesis beam search kept or finished, as a tree over the steps, the answer's path in red."""
+    nodes, names = tree.nodes, status_names()
+    fig = pictures.beam_tree(
+        [n.step for n in nodes], [n.rank for n in nodes], [n.label for n in nodes], [n.status for n in nodes],
+        [n.parent for n in nodes], [n.chosen for n in nodes], [node_hover(n, alpha, names) for n in nodes],
+        names={**names, "chosen": t("decoding.tree.chosen")}, step_title=t("decoding.tree.step_axis"),
+        rank_title=t("decoding.tree.rank_axis"), down=is_narrow())
+    plot(fig, key="decoding.beam_tree", config=PLOT_CONFIG)
+    st.caption(" ".join((t("decoding.tree.caption"), t("decoding.tree.not_drawn"))))
+    if beam_size == 1:
+        st.info(t("decoding.tree.greedy" if alpha == 0 else "decoding.tree.greedy_alpha"),
+                icon=":material/linear_scale:")
+    columns = {name: t(f"decoding.tree.col_{name}") for name in TREE_COLUMNS}
+    csv_download("decoding.tree.download",
+                 lambda: tree_table(tree, columns, show=display_token, status_names=names).to_csv(index=False),
+                 "beam_tree.csv", "decoding.tree_csv")
+
+
+def length_normalisation(tree: BeamTree, alpha: float) -> None:
+    """score / length ** α: what it is, what α changes, and the hypotheses the answer was chosen among."""
+    st.markdown(f"**{t('decoding.tree.length_heading')}**")
+    st.latex(r"s(y) = \frac{\sum_{t=1}^{|y|} \log P(y_t\mid y_{<t},\,x)}{|y|^{\alpha}}")
+    st.markdown(t("decoding.tree.length_body"))
+    pool = tree.candidates()
+    finished = pool[0].status == "finished"
+    st.caption(t("decoding.tree.ranking_caption" if finished else "decoding.tree.ranking_open", alpha=f"{alpha:g}"))
+    columns = {name: t(f"decoding.tree.rcol_{name}") for name in RANKING_COLUMNS}
+    st.dataframe(ranking_table(tree, columns), hide_index=True, width="stretch")
+    if alpha > 0 and finished:
+        by_sum = max(pool, key=lambda node: node.score)
+        st.caption(t("decoding.tree.alpha_same" if by_sum is pool[0] else "decoding.tree.alpha_changed",
+                     alpha=f"{alpha:g}"))
 
 
 # ------------------------------------------------------------------ teacher forcing

@@ -245,6 +245,8 @@ ROWS: list[Row] = [
     arrows(re.compile(r"^Step( \d+ of.*)?$"), DEC, "decoding:step"),  # the label was the status before #19; now "Step", hidden
     Row("decoding:next-previous", DEC, button("Next"), button("Previous")),
     arrows("Beam size", DEC, "decoding:beam-size", COMPARE),
+    arrows("Length penalty α", DEC, "decoding:length-penalty", COMPARE),
+    arrows("Length penalty α", DEC + "&decoding_strategy=beam", "decoding:length-penalty-steps"),
     arrows("Temperature", DEC, "decoding:temperature", COMPARE),
     Row("decoding:top-k", DEC, slider("Top-k", "ArrowLeft"), slider("Top-k", "ArrowRight"), COMPARE),  # starts at "all"
     Row("decoding:seed", DEC, text("Seed", "1"), text("Seed", "0"), COMPARE),

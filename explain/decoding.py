@@ -1,5 +1,5 @@
 """The decoding page's numbers: per-step traces of greedy, beam and sampling decoding, and teacher
-forcing, as plain Python/numpy, plus the tables the page shows of them.
+forcing, as plain Python/numpy, plus the tables the page shows of them; beam search's hypotheses as a tree.
 
 :func:`decode` and :func:`teacher_forcing` take the checkpoint first (the page calls them through
 :func:`ui.cache.computed`, so moving through the steps or switching language never decodes again).
@@ -7,7 +7,7 @@ forcing, as plain Python/numpy, plus the tables the page shows of them.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -46,7 +46,8 @@ class BeamRow:
     text: str  # generated so far, without <bos>/<eos>
     score: float  # summed log-probability
     finished: bool
-    rank_score: float
+    rank_score: float  # score / length ** length_penalty (length counts <eos> when finished)
+    tokens: tuple[str, ...]  # the tokens of ``text`` (the text alone can join them ambiguously)
 
 
 @dataclass(frozen=True)
@@ -129,13 +130,15 @@ def decode(
     temperature: float = 1.0,
     top_k: int | None = None,
     seed: int = 0,
+    length_penalty: float = 0.0,
     should_stop: decoding.StopCheck | None = None,
 ) -> DecodeTrace:
     """Decode ``source`` with ``strategy`` (one of STRATEGIES), at most :func:`decode_limit` tokens.
 
     Only the parameters of the chosen strategy matter; pass the others at their defaults so that a
-    cached greedy trace does not depend on, say, the temperature. ``should_stop`` is asked before
-    every step (``decoding.DecodingStopped`` when it says True).
+    cached greedy trace does not depend on, say, the temperature. ``length_penalty`` (beam search) is
+    α in the final ranking ``score / length ** α``. ``should_stop`` is asked before every step
+    (``decoding.DecodingStopped`` when it says True).
     """
     tok, tgt_tok, model = checkpoint.tokenizer, target_tokenizer(checkpoint), checkpoint.model
     src = tok.encode(source)[: model.config.max_len]
@@ -144,13 +147,15 @@ def decode(
     if strategy == "greedy":
         result = decoding.greedy_decode(model, src, max_len=limit, top_k=TRACE_K, **ids)
     elif strategy == "beam":
-        result = decoding.beam_search(model, src, beam_size=beam_size, max_len=limit, top_k=TRACE_K, **ids)
+        result = decoding.beam_search(model, src, beam_size=beam_size, max_len=limit, length_penalty=length_penalty,
+                                      top_k=TRACE_K, **ids)
     elif strategy == "sample":
         result = decoding.sample_decode(model, src, temperature=temperature, top_k=top_k, seed=seed, max_len=limit,
                                         trace_k=TRACE_K, **ids)
     else:
         raise ValueError(f"Unknown decoding strategy {strategy!r}; use one of {STRATEGIES}.")
-    beams = [[BeamRow(tgt_tok.decode(b.tokens), float(b.score), bool(b.finished), float(b.rank_score)) for b in row]
+    beams = [[BeamRow(tgt_tok.decode(b.tokens), float(b.score), bool(b.finished), float(b.rank_score),
+                      tuple(tgt_tok.token_strings(b.tokens))) for b in row]
              for row in result.beams]
     return DecodeTrace(
         strategy=strategy,
@@ -359,6 +364,133 @@ def beams_table(trace: DecodeTrace, columns: dict[str, str], step: int | None = 
             rows.append({"step": number, "rank": rank, "text": beam.text + (" " + EOS if beam.finished else ""),
                          "score": round(beam.score, 3), "finished": beam.finished})
     return pd.DataFrame(rows, columns=list(BEAM_COLUMNS)).rename(columns=columns)
+
+
+BEAM_STATUSES: tuple[str, ...] = ("kept", "pruned", "finished", "open")
+TREE_COLUMNS = ("step", "rank", "text", "token", "status", "score", "length", "normalised", "chosen")
+RANKING_COLUMNS = ("text", "length", "score", "normalised", "rank_sum", "rank_normalised", "chosen")
+
+
+@dataclass(frozen=True)
+class BeamNode:
+    """One hypothesis of beam search, as a node of its tree.
+
+    ``status``: "kept" (in the beam after its step and extended at the next), "pruned" (in the beam after its
+    step, but none of its extensions made the next step's beam), "finished" (ended by ``<eos>`` at its step) or
+    "open" (in the beam when the search stopped). The root, step 0, is ``<bos>`` alone.
+    """
+
+    step: int  # the step that wrote it (0: the root)
+    rank: int  # its place among its step's hypotheses by summed log-probability, 1 = best
+    tokens: tuple[str, ...]  # written so far, without <bos>/<eos>
+    text: str  # the same, as text
+    label: str  # the token its step added: the last of ``tokens``, <eos> when finished, <bos> for the root
+    score: float  # summed log-probability (<eos> included when finished)
+    rank_score: float  # score / length ** length_penalty
+    status: str
+    parent: int | None  # index of the hypothesis it extends (None: the root)
+    chosen: bool  # on the path of the answer beam search returns
+
+    @property
+    def length(self) -> int:
+        """Tokens it counts for the length normalisation: <eos> too when finished."""
+        return len(self.tokens) + (self.status == "finished")
+
+
+@dataclass(frozen=True)
+class BeamTree:
+    """Every hypothesis beam search kept or finished, step by step, with the edge to the one it extends.
+
+    Candidates that were scored but never kept are not in :attr:`DecodeResult.beams`, so not here either.
+    """
+
+    nodes: list[BeamNode]  # the root first, then step by step, each step best first
+    winner: int  # index of the answer beam search returns
+
+    @property
+    def edges(self) -> list[tuple[int, int]]:
+        """(parent, child) index pairs."""
+        return [(node.parent, i) for i, node in enumerate(self.nodes) if node.parent is not None]
+
+    @property
+    def path(self) -> list[int]:
+        """The winner's path, root first."""
+        path, at = [], self.winner
+        while at is not None:
+            path.append(at)
+            at = self.nodes[at].parent
+        return path[::-1]
+
+    @property
+    def n_steps(self) -> int:
+        return max(node.step for node in self.nodes)
+
+    def candidates(self) -> list[BeamNode]:
+        """The hypotheses the answer is chosen among: the finished ones (the last step's open ones when none
+        finished), best by score / length ** α first."""
+        finished = [node for node in self.nodes if node.status == "finished"]
+        pool = finished or [node for node in self.nodes if node.step == self.n_steps and node.status == "open"]
+        return sorted(pool, key=lambda node: node.rank_score, reverse=True)
+
+
+def beam_tree(trace: DecodeTrace) -> BeamTree:
+    """The tree of a beam-search ``trace``: a kept hypothesis extends the previous step's hypothesis
+    with its tokens minus the last, a finished one the previous step's with the same tokens (its last
+    token, <eos>, is not among them); the winner is the hypothesis whose tokens are the trace's answer.
+    """
+    if trace.strategy != "beam" or not trace.beams:
+        raise ValueError("Only a beam-search trace has a tree of hypotheses.")
+    nodes = [BeamNode(0, 1, (), "", BOS, 0.0, 0.0, "kept", None, False)]
+    previous = {(): 0}  # the live hypotheses of the step before, by their tokens
+    last = len(trace.beams)
+    for step, row in enumerate(trace.beams, start=1):
+        live: dict[tuple[str, ...], int] = {}
+        ranked = sorted(row, key=lambda beam: beam.score, reverse=True)
+        for rank, beam in enumerate(ranked, start=1):
+            tokens = tuple(beam.tokens)
+            parent = previous[tokens if beam.finished else tokens[:-1]]
+            label = EOS if beam.finished else tokens[-1]
+            status = "finished" if beam.finished else "open" if step == last else "pruned"
+            nodes.append(BeamNode(step, rank, tokens, beam.text, label, beam.score, beam.rank_score, status, parent,
+                                  False))
+            if not beam.finished:
+                live[tokens] = len(nodes) - 1
+        for index in {node.parent for node in nodes if node.step == step}:
+            if nodes[index].status == "pruned":
+                nodes[index] = replace(nodes[index], status="kept")
+        previous = live
+    chosen = [step.chosen for step in trace.steps]
+    answer = tuple(chosen[:-1]) if trace.finished else tuple(chosen)
+    winner = next(i for i, node in enumerate(nodes) if node.step == len(chosen) and node.tokens == answer
+                  and (node.status == "finished") == trace.finished)
+    tree = BeamTree(nodes, winner)
+    on_path = set(tree.path)
+    return BeamTree([replace(node, chosen=i in on_path) for i, node in enumerate(nodes)], winner)
+
+
+def tree_table(tree: BeamTree, columns: dict[str, str], *, show: Callable[[str], str] = str,
+               status_names: dict[str, str] | None = None) -> pd.DataFrame:
+    """Every hypothesis of ``tree`` (what the tree chart shows, for its CSV), the root left out;
+    ``columns`` maps each of :data:`TREE_COLUMNS` to its shown header."""
+    names = status_names or {}
+    rows = [{"step": node.step, "rank": node.rank, "text": node.text, "token": show(node.label),
+             "status": names.get(node.status, node.status), "score": round(node.score, 4), "length": node.length,
+             "normalised": round(node.rank_score, 4), "chosen": node.chosen}
+            for node in tree.nodes if node.step > 0]
+    return pd.DataFrame(rows, columns=list(TREE_COLUMNS)).rename(columns=columns)
+
+
+def ranking_table(tree: BeamTree, columns: dict[str, str]) -> pd.DataFrame:
+    """The hypotheses the answer is chosen among (:meth:`BeamTree.candidates`), best by score / length ** α
+    first, with their rank by the summed log-probability alone beside it; ``columns`` maps each of
+    :data:`RANKING_COLUMNS` to its shown header."""
+    pool = tree.candidates()
+    rows = [{"text": node.text + (" " + EOS if node.status == "finished" else ""), "length": node.length,
+             "score": round(node.score, 3), "normalised": round(node.rank_score, 3),
+             "rank_sum": 1 + sum(other.score > node.score for other in pool), "rank_normalised": rank,
+             "chosen": node.chosen}
+            for rank, node in enumerate(pool, start=1)]
+    return pd.DataFrame(rows, columns=list(RANKING_COLUMNS)).rename(columns=columns)
 
 
 def forcing_table(tf: TeacherForcingView, free: DecodeTrace, columns: dict[str, str], *,

@@ -1,5 +1,5 @@
 """The decoding page's pictures: one step's self-attention triangle, cross-attention and next-token
-bars (drawn together as one figure), and the teacher-forcing bars.
+bars (drawn together as one figure), the teacher-forcing bars, and beam search's tree of hypotheses.
 
 Every builder takes numbers and already-translated texts; weights and probabilities share one
 0..1 colour scale.
@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from figures.heatmap import heatmap
-from figures.labels import axis_labels, plain_number, token_label
+from figures.labels import axis_labels, display_token, plain_number, token_label
 from figures.style import figure
 
 CHOSEN_COLOR = "#d62728"  # the token the step chose; a wrong teacher-forcing guess
@@ -254,4 +254,91 @@ def two_rows(rows: Sequence[Sequence[str]], probs: Sequence[Sequence[float]], di
         fig.update_yaxes(**names_axis, autorange="reversed")
     fig.update_xaxes(showgrid=False, zeroline=False)
     fig.update_yaxes(showgrid=False, zeroline=False)
+    return fig
+
+
+STATUS_MARKERS = {  # a beam-search hypothesis: (symbol, colour) of its node, by its status
+    "kept": ("circle", CANDIDATE_COLOR),
+    "pruned": ("x", "#8c8c8c"),
+    "finished": ("square", RIGHT_COLOR),
+    "open": ("circle-open", CANDIDATE_COLOR),
+}
+EDGE_COLOR = "#c4c7cf"
+TREE_CELL_PX = 40  # one rank (across) or one step (down, a phone)
+TREE_LABEL_CHARS = 6  # a node's token is written up to this many characters (its hover has it whole)
+PHONE_LABELED_RANKS = 6  # on a phone, node labels only when a step has at most this many hypotheses
+
+
+def short_label(token: str, limit: int = TREE_LABEL_CHARS) -> str:
+    """``token`` for a node's label: visible, cut to ``limit`` characters with an ellipsis, escaped."""
+    shown = display_token(token)
+    return html.escape(shown if len(shown) <= limit else shown[: limit - 1] + "…")
+
+
+def beam_tree(steps: Sequence[int], ranks: Sequence[int], labels: Sequence[str], statuses: Sequence[str],
+              parents: Sequence[int | None], chosen: Sequence[bool], hovers: Sequence[str], *,
+              names: dict[str, str], step_title: str, rank_title: str, down: bool = False) -> go.Figure:
+    """Beam search as a tree: one node per hypothesis at (its step, its rank at that step, 1 = best), an
+    edge from the hypothesis it extends, the answer's path drawn thick in red.
+
+    Nodes are marked by status (:data:`STATUS_MARKERS`, ``names`` gives each one's legend name and
+    ``names["chosen"]`` the path's) and labelled with their last token; ``hovers`` are the nodes' hover
+    texts, already escaped. ``down`` (a phone) turns it: the steps run down the screen and the ranks
+    across, and the labels are left out when a step has more than :data:`PHONE_LABELED_RANKS` nodes.
+    """
+    def place(step: int, rank: int) -> tuple[int, int]:
+        return (rank, step) if down else (step, rank)
+
+    edge_x, edge_y, path_x, path_y = [], [], [], []
+    for child, parent in enumerate(parents):
+        if parent is None:
+            continue
+        xs, ys = zip(place(steps[parent], ranks[parent]), place(steps[child], ranks[child]))
+        on_path = chosen[child] and chosen[parent]
+        (path_x if on_path else edge_x).extend([*xs, None])
+        (path_y if on_path else edge_y).extend([*ys, None])
+    traces = [go.Scatter(x=edge_x, y=edge_y, mode="lines", line=dict(color=EDGE_COLOR, width=1.5), hoverinfo="skip",
+                         showlegend=False),
+              go.Scatter(x=path_x, y=path_y, mode="lines", line=dict(color=CHOSEN_COLOR, width=5), hoverinfo="skip",
+                         name=html.escape(names["chosen"]))]
+    path_nodes = [place(steps[i], ranks[i]) for i, on in enumerate(chosen) if on]
+    if path_nodes:  # a red ring behind each node of the path (the status markers stay as the legend shows them)
+        xs, ys = zip(*path_nodes)
+        traces.append(go.Scatter(x=xs, y=ys, mode="markers", hoverinfo="skip", showlegend=False,
+                                 marker=dict(symbol="circle", size=19, color="rgba(0,0,0,0)",
+                                             line=dict(width=2.5, color=CHOSEN_COLOR))))
+    n_ranks, n_steps = max(ranks), max(steps)
+    for status, (symbol, color) in STATUS_MARKERS.items():
+        members = [i for i, s in enumerate(statuses) if s == status]
+        if not members:
+            continue
+        xs, ys = zip(*(place(steps[i], ranks[i]) for i in members))
+        traces.append(go.Scatter(
+            x=xs, y=ys, mode="markers", name=html.escape(names[status]), hovertext=[hovers[i] for i in members],
+            hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False,
+            marker=dict(symbol=symbol, color=color, size=11, line=dict(width=1.5, color=color))))
+    if not down or n_ranks <= PHONE_LABELED_RANKS:
+        # The labels ride on invisible markers as wide as the path's rings, so no ring covers a label.
+        xs, ys = zip(*(place(step, rank) for step, rank in zip(steps, ranks)))
+        traces.append(go.Scatter(x=xs, y=ys, mode="markers+text", text=[short_label(label) for label in labels],
+                                 textposition="middle right" if down else "top center", textfont=dict(size=12),
+                                 marker=dict(size=20, color="rgba(0,0,0,0)"), hoverinfo="skip", showlegend=False,
+                                 cliponaxis=False))
+    step_axis = dict(title=step_title, tickmode="array", tickvals=list(range(n_steps + 1)),
+                     range=[-0.5, n_steps + 0.7], zeroline=False, showgrid=False)
+    rank_axis = dict(title=rank_title, tickmode="array", tickvals=list(range(1, n_ranks + 1)),
+                     range=[n_ranks + 0.6, 0.4], zeroline=False, showgrid=True)
+    legend = dict(orientation="h", x=0, xanchor="left", y=1, yref="container", yanchor="top")
+    if down:
+        rank_axis.update(range=[0.6, n_ranks + 0.9], side="top")
+        step_axis.update(range=[n_steps + 0.5, -0.5])
+        fig = figure(*traces, height=TREE_CELL_PX * (n_steps + 1) + 150, legend=legend)
+        fig.update_layout(margin=dict(t=110))
+        fig.update_xaxes(**rank_axis)
+        fig.update_yaxes(**step_axis)
+    else:
+        fig = figure(*traces, height=TREE_CELL_PX * n_ranks + 150, legend=legend)
+        fig.update_layout(margin=dict(t=60))
+        fig.update_xaxes(**step_axis)
+        fig.update_yaxes(**rank_axis)
     return fig

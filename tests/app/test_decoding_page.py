@@ -212,6 +212,81 @@ def test_sampling_is_repeatable_and_temperature_zero_is_greedy(app):
     assert query(at, "decoding_seed") == "11"
 
 
+# ------------------------------------------------------------------ beam search as a tree
+
+
+def tree_nodes(at: AppTest) -> dict[str, dict]:
+    """The beam tree's node traces by (escaped) legend name."""
+    return {t["name"]: t for t in chart(at, "decoding.beam_tree")["data"] if t.get("hovertext")}
+
+
+def ranking(at: AppTest):
+    """The table of the hypotheses the answer is chosen among (after the per-step beams table)."""
+    return at.dataframe[1].value
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_beam_tree_and_its_ranking_in_both_languages(app, lang):
+    at = open_decoding(app, lang=lang, decoding_view="compare", decoding_beam="3")
+    nodes = tree_nodes(at)
+    names = {html.escape(translate(f"decoding.tree.status.{s}", lang)) for s in ("kept", "pruned", "finished", "open")}
+    assert set(nodes) <= names and html.escape(translate("decoding.tree.status.kept", lang)) in nodes
+    data = chart(at, "decoding.beam_tree")["data"]
+    path = next(t for t in data if t.get("name") == html.escape(translate("decoding.tree.chosen", lang)))
+    on_path = sorted({x for x in path["x"] if x is not None})
+    beam_steps = int(at.dataframe[0].value[translate("decoding.beams.step", lang)].max())
+    assert on_path == list(range(len(on_path))) and 1 < len(on_path) <= beam_steps + 1, "<bos>, then one a step"
+    hovers = [h for t in nodes.values() for h in t["hovertext"]]
+    assert html.escape(translate("decoding.tree.hover_root", lang)) in hovers
+    others = [h for h in hovers if "<br>" in h]
+    assert len(others) == len(hovers) - 1 and all("^0 = " in h for h in others), "each gives score / length^α"
+    captions = " ".join(c.value for c in at.caption)
+    assert translate("decoding.tree.not_drawn", lang) in captions
+    table = ranking(at)
+    columns = {name: translate(f"decoding.tree.rcol_{name}", lang) for name in
+               ("score", "normalised", "rank_sum", "rank_normalised", "chosen")}
+    assert set(columns.values()) <= set(table.columns)
+    assert np.allclose(table[columns["normalised"]], table[columns["score"]]), "α = 0 by default: the plain sum"
+    assert list(table[columns["chosen"]]) == [True] + [False] * (len(table) - 1)
+    assert query(at, "decoding_length_penalty") == "0.0"
+
+
+def test_the_length_penalty_through_its_slider_and_a_link(app):
+    at = open_decoding(app, decoding_view="compare", decoding_beam="4")
+    clean(at.slider(key="decoding.length_penalty").set_value(1.0).run())
+    assert query(at, "decoding_length_penalty") == "1.0"
+    table = ranking(at)
+    score, length, normalised = (table[translate(f"decoding.tree.rcol_{name}", "en")]
+                                 for name in ("score", "length", "normalised"))
+    assert np.allclose(normalised, score / length, atol=2e-3), "α = 1: the mean log-probability per token"
+    assert (np.diff(normalised) <= 1e-9).all(), "best by the normalised score first"
+    linked = open_decoding(app, decoding_view="compare", decoding_beam="4", decoding_length_penalty="1.0")
+    assert linked.slider(key="decoding.length_penalty").value == 1.0 and not linked.toast
+    assert outputs(linked)[1] == outputs(at)[1], "the link shows the same beam answer"
+    steps = open_decoding(app, decoding_strategy="beam", decoding_length_penalty="1.5")
+    assert steps.slider(key="decoding.length_penalty").value == 1.5, "the step-by-step beam uses it too"
+
+
+@pytest.mark.parametrize("bad", ["abc", "-1", "2.5", "nan", "inf", "<script>"])
+def test_a_hostile_length_penalty_in_the_url_falls_back_to_zero(app, bad):
+    at = open_decoding(app, decoding_view="compare", decoding_length_penalty=bad)
+    assert at.slider(key="decoding.length_penalty").value == 0.0
+    assert len(at.toast) == 1 and query(at, "decoding_length_penalty") == "0.0", "said, and the link corrected"
+    assert tree_nodes(at)
+
+
+def test_a_beam_of_one_draws_one_chain(app):
+    at = open_decoding(app, decoding_view="compare", decoding_beam="1")
+    assert translate("decoding.tree.greedy", "en") in [i.value for i in at.info]
+    data = chart(at, "decoding.beam_tree")["data"]
+    kept = [(x, y) for t in data if t.get("hovertext") and t["marker"]["symbol"] != "square"
+            for x, y in zip(t["x"], t["y"])]
+    steps = [x for x, _ in kept]
+    assert sorted(steps) == list(range(len(steps))), "one hypothesis in the beam at every step, <bos> at 0"
+    clean(at.slider(key="decoding.length_penalty").set_value(0.5).run())
+    assert translate("decoding.tree.greedy_alpha", "en") in [i.value for i in at.info]
+
+
 # ------------------------------------------------------------------ teacher forcing
 
 

@@ -179,6 +179,7 @@ SETTINGS = [
     )),
     Settings("decoding_compare", "app_pages/decoding.py", (
         IntParam("decoding_beam", 3, lo=1, hi=8), FloatParam("decoding_temp", 1.0, lo=0.0, hi=2.0, step=0.1),
+        FloatParam("decoding_length_penalty", 0.0, lo=0.0, hi=2.0, step=0.1),
         ChoiceParam("decoding_topk", "all", choices=dv.TOP_K_CHOICES), IntParam("decoding_seed", 0, lo=0, hi=9999),
     ), {"decoding_view": "compare"}),
     Settings("decoding_parallel", "app_pages/decoding.py",

@@ -283,3 +283,39 @@ def test_all_at_once_against_one_at_a_time(page, wait_for_app, screenshot):
     assert chart.bounding_box()["height"] > chart.bounding_box()["width"], "the positions run down a phone"
     screenshot(phone, "decoding_all_at_once_390px_en")
     assert p.locator(EXCEPTION).count() == 0 and phone.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.skipif("sort" not in models.shipped_models(), reason="the sort model is not shipped")
+def test_beam_search_as_a_tree_and_its_length_penalty(page, wait_for_app, screenshot):
+    """The shipped sort model on "zyx" with a beam of 3: the tree is drawn, and the answer is xyz; α = 2 (the
+    slider's end) ranks by score / length², and the longer xyzyz wins. On a 390-px phone, in 中文, the steps run
+    down the screen and nothing scrolls sideways."""
+    url = "/decoding?model=sort&decoding_view=compare&decoding_text=zyx&decoding_beam=3"
+    p = page(url + "&lang=en")
+    chart = charts(p, "decoding.beam_tree")
+    expect(chart).to_have_count(1)
+    expect(chart.get_by_text(translate("decoding.tree.chosen", "en"))).to_be_visible()
+    answers = p.locator(f"{MAIN} [data-testid='stCode']")
+    expect(answers.nth(1)).to_have_text(re.compile(r"^\s*xyz\s*$"))
+    chart.scroll_into_view_if_needed()
+    screenshot(p, "decoding_beam_tree_en")
+    alpha = widget(p, "decoding.length_penalty").get_by_role("slider")
+    alpha.focus()
+    alpha.press("End")
+    p.wait_for_url(re.compile(r"decoding_length_penalty=2\.0(&|$)"))
+    wait_for_app(p)
+    expect(answers.nth(1)).to_have_text(re.compile(r"^\s*xyzyz\s*$"))
+    expect(p.get_by_text(translate("decoding.tree.alpha_changed", "en", alpha="2").split(":")[0])).to_be_visible()
+    screenshot(p, "decoding_beam_tree_alpha_2_en")
+
+    phone = page(url + "&lang=zh&decoding_length_penalty=1.0", phone=True, locale="zh-CN")
+    tree = charts(phone, "decoding.beam_tree")
+    expect(tree).to_have_count(1)
+    expect(tree.get_by_text(translate("decoding.tree.chosen", "zh"))).to_be_visible()
+    width = phone.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollWidth")
+    assert width <= 390, width
+    tree.scroll_into_view_if_needed()
+    box = tree.bounding_box()
+    assert box["height"] > box["width"], "the steps run down a phone"
+    screenshot(phone, "decoding_beam_tree_390px_zh")
+    assert p.locator(EXCEPTION).count() == 0 and phone.locator(EXCEPTION).count() == 0

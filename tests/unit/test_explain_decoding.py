@@ -7,6 +7,7 @@ import torch
 
 from explain import decoding as dec
 from figures.labels import display_token
+from model import decoding
 from model.checkpoint import load_checkpoint, pretrained_path
 from model.config import TransformerConfig
 from model.tokenizer import CharTokenizer
@@ -215,3 +216,118 @@ def test_copies_of_bos_as_placeholders_and_a_bad_placeholder(shipped_copy):
     assert table["POSITION"].tolist() == list(range(12))
     assert table["GREEDY"].tolist() == [display_token(c) for c in "hello world"] + ["<eos>"]
     assert table["SAME"].tolist() == ["✓"] + ["✗"] * 11
+
+
+# ------------------------------------------------------------------ beam search as a tree
+
+
+@pytest.fixture(scope="module")
+def shipped_sort():
+    return load_checkpoint(pretrained_path("sort"), map_location="cpu")
+
+
+def labels(tree: dec.BeamTree, indices) -> list[str]:
+    return [tree.nodes[i].label for i in indices]
+
+
+def test_the_tree_of_a_small_beam_run_on_the_shipped_sort_model(shipped_sort):
+    """sort on "zyx" with a beam of 3 (α = 0): every hypothesis, its status, the one it extends; each edge's
+    log-probability checked against one teacher-forced pass over the parent's tokens."""
+    ckpt = shipped_sort
+    trace = dec.decode(ckpt, "zyx", "beam", beam_size=3)
+    tree = dec.beam_tree(trace)
+    text = ["".join(n.tokens) + ("$" if n.status == "finished" else "") for n in tree.nodes]  # $ = <eos>
+    shown = [(n.step, n.rank, written, n.status) for n, written in zip(tree.nodes, text)]
+    assert shown == [
+        (0, 1, "", "kept"),
+        (1, 1, "x", "kept"), (1, 2, "y", "kept"), (1, 3, "'", "kept"),
+        (2, 1, "xy", "kept"), (2, 2, "yz", "kept"), (2, 3, "'x", "pruned"),
+        (3, 1, "xyz", "kept"), (3, 2, "xyy", "kept"), (3, 3, "yz$", "finished"), (3, 4, "xy?", "pruned"),
+        (4, 1, "xyz$", "finished"), (4, 2, "xyzy", "open"), (4, 3, "xyyz", "open"), (4, 4, "xyzz", "open"),
+    ]
+    assert sorted((text[p], text[c]) for p, c in tree.edges) == sorted([
+        ("", "x"), ("", "y"), ("", "'"), ("x", "xy"), ("y", "yz"), ("'", "'x"), ("xy", "xyz"), ("xy", "xyy"),
+        ("yz", "yz$"), ("xy", "xy?"), ("xyz", "xyz$"), ("xyz", "xyzy"), ("xyy", "xyyz"), ("xyz", "xyzz")])
+    tgt = ckpt.tokenizer
+    src = tgt.encode("zyx")
+    for parent, child in tree.edges:
+        p, c = tree.nodes[parent], tree.nodes[child]
+        forced = decoding.teacher_forced_predictions(ckpt.model, src, tgt.encode("".join(p.tokens)),
+                                                     bos_id=tgt.bos_id, eos_id=tgt.eos_id)
+        token = tgt.eos_id if c.label == dec.EOS else tgt.encode(c.label)[0]
+        assert c.score - p.score == pytest.approx(float(forced.logprobs[len(p.tokens), token]), abs=1e-4)
+    # The answer: xyz, then <eos>, on the path root → x → xy → xyz → xyz<eos>.
+    assert trace.output == "xyz" and labels(tree, tree.path) == [dec.BOS, "x", "y", "z", dec.EOS]
+    assert [tree.nodes[i].step for i in tree.path] == list(range(5)) and tree.path[-1] == tree.winner
+    assert {i for i, n in enumerate(tree.nodes) if n.chosen} == set(tree.path)
+
+
+def test_statuses_follow_from_the_edges(shipped_sort):
+    """kept: has a child at the next step; pruned: has none; open: in the beam at the last step."""
+    for alpha in (0.0, 1.0):
+        tree = dec.beam_tree(dec.decode(shipped_sort, "zyx", "beam", beam_size=3, length_penalty=alpha))
+        parents = {p for p, _ in tree.edges}
+        for i, node in enumerate(tree.nodes):
+            if node.status == "finished":
+                assert i not in parents and node.label == dec.EOS
+                assert node.tokens == tree.nodes[node.parent].tokens, "<eos> adds no token"
+            elif node.status == "open":
+                assert node.step == tree.n_steps and i not in parents
+            else:
+                assert node.step < tree.n_steps and (i in parents) == (node.status == "kept")
+            if node.parent is not None and node.status != "finished":
+                assert node.tokens == tree.nodes[node.parent].tokens + (node.label,)
+            if node.chosen:
+                assert node.status != "pruned"
+
+
+@pytest.mark.parametrize("source", ["zyx", "banana", "mississippi"])
+def test_a_beam_of_one_is_one_chain_and_that_chain_is_greedy(shipped_sort, source):
+    greedy = dec.decode(shipped_sort, source, "greedy")
+    tree = dec.beam_tree(dec.decode(shipped_sort, source, "beam", beam_size=1))
+    for step in range(1, tree.n_steps + 1):
+        assert sum(n.step == step and n.status != "finished" for n in tree.nodes) == 1, "one hypothesis kept a step"
+    assert labels(tree, tree.path)[1:] == dec.generated_tokens(greedy)
+    assert tree.nodes[tree.winner].score == pytest.approx(greedy.score, abs=1e-4)
+
+
+def test_the_length_penalty_divides_by_length_to_the_alpha_and_can_change_the_answer(shipped_sort):
+    """sort on "zyx", beam 3: α = 0 picks xyz<eos> (the highest sum); α = 1 ranks by the mean log-probability,
+    and the longer xyzyz<eos> (sum -1.90 over 6 tokens) beats xyz<eos> (-1.47 over 4)."""
+    columns = {name: name for name in dec.RANKING_COLUMNS}
+    plain = dec.beam_tree(dec.decode(shipped_sort, "zyx", "beam", beam_size=3))
+    table = dec.ranking_table(plain, columns)
+    assert table["text"].tolist() == ["xyz <eos>", "yz <eos>"]
+    assert table["rank_sum"].tolist() == table["rank_normalised"].tolist() == [1, 2], "α = 0 is the sum itself"
+    assert table["chosen"].tolist() == [True, False]
+
+    mean = dec.decode(shipped_sort, "zyx", "beam", beam_size=3, length_penalty=1.0)
+    tree = dec.beam_tree(mean)
+    for node in tree.nodes[1:]:
+        assert node.rank_score == pytest.approx(node.score / node.length, abs=1e-6)
+    assert mean.output == "xyzyz" and tree.nodes[tree.winner].length == 6
+    table = dec.ranking_table(tree, columns)
+    assert table["text"].tolist()[:2] == ["xyzyz <eos>", "xyz <eos>"]
+    assert table["rank_normalised"].tolist()[:2] == [1, 2] and table["rank_sum"].tolist()[:2] == [2, 1]
+    assert table["normalised"].tolist()[:2] == pytest.approx([-1.903 / 6, -1.469 / 4], abs=2e-3)
+    assert table["chosen"].tolist()[0] and not any(table["chosen"].tolist()[1:])
+    assert (table["normalised"].diff().dropna() <= 0).all()
+    assert tree.n_steps > plain.n_steps, "the search goes on while an open hypothesis could still rank higher"
+
+    squared = dec.beam_tree(dec.decode(shipped_sort, "zyx", "beam", beam_size=3, length_penalty=2.0))
+    for node in squared.nodes[1:]:
+        assert node.rank_score == pytest.approx(node.score / node.length ** 2, abs=1e-6)
+
+
+def test_the_tree_table_and_a_trace_without_a_tree(shipped_sort):
+    tree = dec.beam_tree(dec.decode(shipped_sort, "zyx", "beam", beam_size=2))
+    table = dec.tree_table(tree, {name: name.upper() for name in dec.TREE_COLUMNS}, show=display_token,
+                           status_names={"finished": "done"})
+    assert list(table.columns) == [name.upper() for name in dec.TREE_COLUMNS]
+    assert len(table) == len(tree.nodes) - 1, "every hypothesis but the root"
+    assert table["STEP"].tolist() == [n.step for n in tree.nodes[1:]]
+    assert table["LENGTH"].tolist() == [n.length for n in tree.nodes[1:]]
+    assert "done" in set(table["STATUS"]) and "kept" in set(table["STATUS"])
+    assert table["CHOSEN"].sum() == len(tree.path) - 1
+    with pytest.raises(ValueError):
+        dec.beam_tree(dec.decode(shipped_sort, "zyx", "greedy"))

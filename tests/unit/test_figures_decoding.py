@@ -178,3 +178,62 @@ def test_two_rows_colour_the_positions_that_differ_and_turn_for_a_phone(down):
     positions = fig.layout.yaxis if down else fig.layout.xaxis
     assert list(positions.ticktext) == ["0", "1", "2"] and positions.title.text == "Position"
     assert fig.layout.height == (fd.ROW_CELL_PX * 3 + 90 if down else 200)
+
+
+# A small beam run: <bos> → a, b (pruned); a → a<eos>, ab, ac (pruned); ab → ab<eos> (the answer), ab + a word.
+TREE = dict(
+    steps=[0, 1, 1, 2, 2, 2, 3, 3],
+    ranks=[1, 1, 2, 1, 2, 3, 1, 2],
+    labels=["<bos>", "a", "b", "<eos>", "b", "c", "<eos>", "verylongword"],
+    statuses=["kept", "kept", "pruned", "finished", "kept", "pruned", "finished", "open"],
+    parents=[None, 0, 0, 1, 1, 1, 4, 4],
+    chosen=[True, True, False, False, True, False, True, False],
+)
+NAMES = {"kept": "kept", "pruned": "pruned", "finished": "finished <eos>", "open": "open", "chosen": "path"}
+
+
+def tree(down: bool = False, **changes):
+    data = {**TREE, **changes}
+    return fd.beam_tree(data["steps"], data["ranks"], data["labels"], data["statuses"], data["parents"],
+                        data["chosen"], [f"hover {i}" for i in range(len(data["steps"]))], names=NAMES,
+                        step_title="Step", rank_title="Rank", down=down)
+
+
+def segments(trace) -> list[tuple[tuple, tuple]]:
+    """A lines trace's segments ((x0, y0), (x1, y1)), split at its gaps."""
+    xs, ys = list(trace.x), list(trace.y)
+    return [((xs[i], ys[i]), (xs[i + 1], ys[i + 1])) for i in range(0, len(xs), 3)]
+
+
+@pytest.mark.parametrize("down", [False, True])
+def test_the_beam_tree_draws_every_edge_and_the_answers_path_in_red(down):
+    fig = tree(down)
+    edges, path = fig.data[0], fig.data[1]
+    turn = (lambda step, rank: (rank, step)) if down else (lambda step, rank: (step, rank))
+    at = [turn(s, r) for s, r in zip(TREE["steps"], TREE["ranks"])]
+    all_edges = {(at[p], at[c]) for c, p in enumerate(TREE["parents"]) if p is not None}
+    on_path = {(at[0], at[1]), (at[1], at[4]), (at[4], at[6])}
+    assert set(segments(path)) == on_path and path.line.color == fd.CHOSEN_COLOR and path.line.width >= 4
+    assert set(segments(edges)) == all_edges - on_path
+    assert path.name == "path" and not edges.showlegend
+    nodes = {t.name: t for t in fig.data if t.hovertext}
+    assert set(nodes) == {"kept", "pruned", "finished &lt;eos&gt;", "open"}, "legend names are escaped"
+    assert sorted(zip(nodes["finished &lt;eos&gt;"].x, nodes["finished &lt;eos&gt;"].y)) == sorted([at[3], at[6]])
+    assert list(nodes["kept"].hovertext) == ["hover 0", "hover 1", "hover 4"]
+    assert {t.marker.symbol for t in nodes.values()} == {symbol for symbol, _ in fd.STATUS_MARKERS.values()}
+    rings = [t for t in fig.data if t.mode == "markers" and t.hoverinfo == "skip"][0]
+    assert sorted(zip(rings.x, rings.y)) == sorted(at[i] for i, c in enumerate(TREE["chosen"]) if c)
+    steps_axis, ranks_axis = (fig.layout.yaxis, fig.layout.xaxis) if down else (fig.layout.xaxis, fig.layout.yaxis)
+    assert steps_axis.title.text == "Step" and ranks_axis.title.text == "Rank"
+    assert list(ranks_axis.tickvals) == [1, 2, 3] and list(steps_axis.tickvals) == [0, 1, 2, 3]
+    assert fig.layout.height == (fd.TREE_CELL_PX * 4 + 150 if down else fd.TREE_CELL_PX * 3 + 150)
+
+
+def test_beam_tree_labels_are_cut_and_escaped_and_left_out_on_a_crowded_phone():
+    labels = [t for t in tree().data if t.mode == "markers+text"][0]
+    assert list(labels.text) == ["&lt;bos&gt;", "a", "b", "&lt;eos&gt;", "b", "c", "&lt;eos&gt;", "veryl…"]
+    assert fd.short_label(" ") == "␣" and fd.short_label("<b>ig</b>", 20) == "&lt;b&gt;ig&lt;/b&gt;"
+    crowded = dict(steps=[0] + [1] * 8, ranks=[1] + list(range(1, 9)), labels=["<bos>"] + list("abcdefgh"),
+                   statuses=["kept"] + ["open"] * 8, parents=[None] + [0] * 8, chosen=[True, True] + [False] * 7)
+    assert not [t for t in tree(True, **crowded).data if t.mode == "markers+text"], "8 a step: hover/tap only"
+    assert [t for t in tree(False, **crowded).data if t.mode == "markers+text"], "a wide screen has room"
