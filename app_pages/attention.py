@@ -4,6 +4,7 @@ import functools
 
 import streamlit as st
 
+from explain.alignment import ALIGNED_TASKS, HeadAlignment, head_alignment, score_frame
 from explain.attention import (KINDS, AttentionView, HeadId, ablation_triples, all_heads, answer_ids, attention_csv,
                                attention_maps, attention_name, attention_view, blocked_cells, every_head_csv, format_probability,
                                greedy_answer, head_statistics, long_attention_csv, mean_peak, most_focused_head,
@@ -28,7 +29,7 @@ from ui.page_css import formula_row, hide_cell_text_below
 from ui.page_errors import fragment
 from ui.scaffold import PLOT_CONFIG, page
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, markdown_literal, pick
-from ui.viewport import is_narrow
+from ui.viewport import NARROW_KEY, guessed_narrow, is_narrow
 from ui.widgets import answer_box, csv_download, plot, sentence_input, unit_names, unknown_source_note
 from ui.exercise_panel import UseMine, exercise_panel
 
@@ -38,6 +39,7 @@ KIND = ChoiceParam("attention_kind", "encoder", choices=KINDS)
 SCALE = BoolParam("attention_scale", True)
 COMPAT = ChoiceParam("attention_compat", "dot", choices=COMPATIBILITIES)
 ALL_HEADS = BoolParam("attention_all", True)
+SHOW_ALIGNMENT = BoolParam("attention_alignment", True)
 LAYER_KEY, HEAD_KEY = "attention.layer", "attention.head"
 FOCUS = "attention.focus"  # the layer and head choice: the sharpest head until the visitor picks one
 
@@ -121,23 +123,82 @@ def one_head(ckpt, source: str, base: AttentionView, section: str, kind: str) ->
     head = st.segmented_control(t("attention.head"), list(range(1, cfg.n_heads + 1)), required=True,
                                 key=bind(head_param, key=HEAD_KEY, follows=FOCUS), on_change=pick, args=(FOCUS,))
     if section == "overview":
-        zoom(base, kind, layer, head)
+        zoom(ckpt, source, base, kind, layer, head)
     elif section == "heads":
         head_view(base, kind, layer, head)
     else:
         inside(ckpt, source, base.answer, kind, layer, head)
 
 
-def zoom(view: AttentionView, kind: str, layer: int, head: int) -> None:
-    """The chosen head, large (its numbers are in the grid's CSV, above)."""
+def zoom(ckpt, source: str, view: AttentionView, kind: str, layer: int, head: int) -> None:
+    """The chosen head, large (its numbers are in the grid's CSV, above); for cross-attention, the gold
+    alignment outlined over it and every head's alignment score below."""
     weights = attention_maps(view, kind)[layer - 1, head - 1]
     queries, keys = query_key_tokens(view, kind)
+    alignment = computed(head_alignment, source, model=ckpt) if kind == "cross" else None
+    outline = "off"  # or "drawn", or "other_answer": the rows are the model's own answer, not the gold target
+    if alignment is not None and st.toggle(t("attention.alignment.toggle"), help=t("attention.alignment.toggle_help"),
+                                           key=bind(SHOW_ALIGNMENT, key="attention.alignment")):
+        outline = "drawn" if view.answer == alignment.gold.target_text else "other_answer"
     title = t("attention.zoom.title", kind=t(f"attention.kind.{kind}"), layer=layer, head=head)
     fig = charts.zoom_figure(weights, queries, keys, blocked=blocked_cells(kind, len(queries), len(keys)),
                              title=title, x_title=t("attention.key_axis"), y_title=t("attention.query_axis"),
-                             hover=weight_hover())
+                             hover=weight_hover(), aligned=alignment.cells if outline == "drawn" else None)
     hide_cell_text_below("attention.zoom", columns=len(keys))  # a phone's cells are too small for them
     plot(fig, key="attention.zoom", config=PLOT_CONFIG)
+    if kind == "cross":
+        alignment_view(ckpt, alignment, layer, head, outline)
+
+
+def show_head(layer: int, head: int) -> None:
+    """A click on "show the best-aligned head": that layer and head in the views above."""
+    st.session_state[LAYER_KEY], st.session_state[HEAD_KEY] = layer, head
+    pick(FOCUS)
+
+
+def narrow_known() -> bool:
+    """Whether the window is a phone's, as the overview grid above already asked (:func:`ui.viewport.is_narrow`
+    mounts its reporting script once a run; a second mount would be a duplicate), else by the User-Agent."""
+    return bool(st.session_state.get(NARROW_KEY, guessed_narrow(st.context.headers)))
+
+
+def alignment_view(ckpt, alignment: HeadAlignment | None, layer: int, head: int, outline: str) -> None:
+    """What the outline shows (``outline``: "drawn", "other_answer" or "off"), and how well every
+    cross-attention head follows the gold alignment."""
+    task = getattr(task_of(ckpt), "name", None)
+    if alignment is None:
+        st.caption(t("attention.alignment.no_sentence" if task in ALIGNED_TASKS else "attention.alignment.no_task"))
+        return
+    units = unit_names(ckpt)
+    if outline == "drawn":
+        st.caption(t(f"attention.alignment.outline_{'grammar' if task in TRANSLATIONS else task}", **units))
+    elif outline == "other_answer":
+        st.caption(t("attention.alignment.other_answer",
+                     expected=markdown_literal(alignment.gold.target_text, limit=80)))
+    st.markdown(f"**{t('attention.alignment.heading')}**")
+    st.markdown(t("attention.alignment.intro", chance=f"{alignment.chance:.2f}", **units))
+    best_layer, best_head, best_score = alignment.best[0]
+    lines = [t("attention.alignment.best", layer=best_layer, head=best_head, score=f"{best_score:.2f}")]
+    if alignment.best[1:]:
+        lines.append(t("attention.alignment.next", heads=t("attention.alignment.separator").join(
+            t("attention.alignment.head_score", layer=lay, head=hd, score=f"{sc:.2f}")
+            for lay, hd, sc in alignment.best[1:])))
+    lines.append(t("attention.alignment.this", layer=layer, head=head,
+                   score=f"{alignment.scores[layer - 1, head - 1]:.2f}"))
+    st.markdown(" ".join(lines))
+    if (best_layer, best_head) != (layer, head):
+        st.button(t("attention.alignment.show_best", layer=best_layer, head=best_head),
+                  icon=":material/center_focus_strong:",
+                  key="attention.alignment_best", on_click=show_head, args=(best_layer, best_head))
+    hover = (f"{t('attention.layer')} %{{customdata[0]}} · {t('attention.head')} %{{customdata[1]}}: "
+             f"%{{y:.3f}}")
+    chart = charts.alignment_figure(alignment.scores, alignment.chance, y_title=t("attention.alignment.axis"),
+                                    layer_label=t("attention.layer"), head_label=t("attention.head"),
+                                    chance_label=t("attention.alignment.chance", chance=f"{alignment.chance:.2f}"),
+                                    hover=hover, narrow=narrow_known())
+    plot(chart, key="attention.alignment_chart", config=PLOT_CONFIG)
+    csv_download("attention.alignment.export", lambda: score_frame(alignment.scores).to_csv(index=False),
+                 "attention_alignment_scores.csv", "attention.export_alignment")
 
 
 def head_view(view: AttentionView, kind: str, layer: int, head: int) -> None:

@@ -24,6 +24,7 @@ GRID_TICK_LIMIT = 16  # the overview grid writes token labels only for sentences
 GRID_GAP_X, GRID_GAP_Y = 0.13, 0.3  # between two maps of the grid, in map widths and heights (room for a title)
 ZOOM_TEXT_MAX_SIDE = 14  # the zoomed head writes its values in the cells up to this many rows and columns
 MARGIN = dict(l=10, r=10, t=40, b=10)
+ALIGNMENT_EDGE = PALETTE[1]  # red: the outline of the gold alignment over a map of blues
 PHONE_PLOT_PX = 290  # width of a grid's plot area on a 390-px phone (the page's padding and tick labels taken off)
 
 
@@ -115,13 +116,17 @@ def picked_head(point: dict[str, Any]) -> tuple[int, int] | None:
 
 
 def zoom_figure(weights: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
-                blocked: np.ndarray | None, title: str, x_title: str, y_title: str, hover: str) -> go.Figure:
+                blocked: np.ndarray | None, title: str, x_title: str, y_title: str, hover: str,
+                aligned: np.ndarray | None = None) -> go.Figure:
     """One head's (T_q, T_k) weights, large, tokens on both axes, values in the cells of a small
-    map; ``blocked`` cells are greyed out."""
+    map; ``blocked`` cells are greyed out; ``aligned`` (T_q, T_k) bool cells (the gold alignment)
+    are outlined in :data:`ALIGNMENT_EDGE`, their values left visible."""
     fig = heatmap(weights, x_tokens=key_tokens, y_tokens=query_tokens, title=title, x_title=x_title,
                   y_title=y_title, zmin=0.0, zmax=1.0, masked=blocked, hover=hover, height=_height(len(query_tokens)))
     if max(np.shape(weights)) <= ZOOM_TEXT_MAX_SIDE:
         fig.update_traces(texttemplate="%{z:.2f}", selector=dict(type="heatmap"))
+    if aligned is not None and np.asarray(aligned).any():
+        fig.add_traces(cell_marks(np.asarray(aligned, bool), ALIGNMENT_EDGE))
     return fig
 
 
@@ -245,4 +250,29 @@ def ablation_figure(tokens: Sequence[str], before: np.ndarray, after: np.ndarray
     fig.update_layout(margin=dict(l=10, r=10, t=20, b=10))
     fig.update_xaxes(title=x_title, **axis_labels(tokens))
     fig.update_yaxes(title=y_title, range=[0, 1.02])
+    return fig
+
+
+def alignment_figure(scores: np.ndarray, chance: float, *, y_title: str, layer_label: str, head_label: str,
+                     chance_label: str, hover: str, narrow: bool = False) -> go.Figure:
+    """Each head's alignment score (``scores`` (L, H)) as a bar, heads along x, one colour and one bar
+    per layer side by side, and a dashed line at ``chance`` (the score of a head that spreads its
+    weight evenly), named in the legend under the chart. The value stands above each bar, except on
+    a ``narrow`` screen, where the numbers of neighbouring bars would run into one another (a tap
+    shows it). ``hover`` may use ``%{customdata[0]}`` (layer), ``%{customdata[1]}`` (head) and ``%{y}``."""
+    L, H = np.shape(scores)
+    heads = np.arange(1, H + 1)
+    traces = [go.Bar(x=heads, y=np.round(np.asarray(scores[layer], dtype=float), 4),
+                     name=f"{html.escape(layer_label)} {layer + 1}",
+                     text=None if narrow else [f"{v:.2f}" for v in scores[layer]], textposition="outside",
+                     cliponaxis=False, customdata=np.stack([np.full(H, layer + 1), heads], axis=1),
+                     hovertemplate=hover + "<extra></extra>")
+              for layer in range(L)]
+    traces.append(go.Scatter(x=[0.5, H + 0.5], y=[chance, chance], mode="lines", name=html.escape(chance_label),
+                             line=dict(color=MASKED_EDGE, dash="dash", width=1.5), hoverinfo="skip"))
+    fig = figure(*traces, height=360, barmode="group", legend=dict(orientation="h", y=-0.12, yanchor="top"))
+    fig.update_layout(margin=dict(l=10, r=10, t=30, b=10))
+    fig.update_xaxes(tickmode="array", tickvals=heads, ticktext=[f"{html.escape(head_label)} {h}" for h in heads],
+                     range=[0.5, H + 0.5])
+    fig.update_yaxes(title=y_title, range=[0, 1.12])
     return fig

@@ -708,3 +708,139 @@ def english_tokenizer() -> WordTokenizer:
 def chinese_tokenizer() -> CharTokenizer:
     """The Chinese side's tokenizer: one token per character of :data:`CHINESE_CHARACTERS`."""
     return CharTokenizer(CHINESE_CHARACTERS)
+
+
+# ------------------------------------------------------------------------------------------------
+# word alignment: which source tokens each target token translates, from the construction itself
+# ------------------------------------------------------------------------------------------------
+# Both writings are built again piece by piece, every piece tagged with the part of the clause it
+# writes ("subj", "verb", "place", ...). A Chinese character and an English word are aligned when
+# they share a tag. Pieces that write nothing of the other language ("the", "of", "was", "，") have no
+# tag. A phrase of the phrase table (a place, a time) is one piece: every character of 在花园里 goes
+# with every word of "in the garden". The tense is written by the verb ("ate" ↔ 吃 + 了) or by the
+# auxiliary ("will" ↔ 会, "did not" ↔ 没有), the question by the auxiliary in front and "?" (↔ 吗).
+Tagged = list[tuple[str, frozenset[str]]]  # (one token, its tags)
+
+
+def _tags(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+def _chars(text: str, *tags: str) -> Tagged:
+    """Every character of ``text`` (a Chinese piece), each with ``tags``."""
+    return [(ch, _tags(*tags)) for ch in text]
+
+
+def _tagged_english_object(clause: Clause) -> Tagged:
+    words: Tagged = [(clause.obj_adj.en, _tags("oadj"))] if clause.obj_adj else []
+    noun = clause.obj.english(clause.count).split()
+    if clause.obj.container:  # "cup of tea": the cup is the measure word (杯), "of" writes nothing
+        words += [(noun[0], _tags("measure")), (noun[1], _tags()), (noun[2], _tags("obj"))]
+    else:
+        words += [(noun[0], _tags("obj"))]
+    if clause.count == 0:
+        return [("the", _tags()), *words]
+    det = _article(words[0][0]) if clause.count == 1 else NUMBER_WORDS[clause.count]
+    return [(det, _tags("num")), *words]
+
+
+def _tagged_english(clause: Clause) -> Tagged:
+    """:func:`english` of an ordinary clause, word by word, each word with its tags."""
+    verb, third = clause.verb, _third_person(clause)
+    if clause.subject in PRONOUNS or clause.subject in NAMES:
+        subject: Tagged = [(clause.subject, _tags("subj"))]
+    else:
+        subject = [("the", _tags()), *([(clause.subject_adj.en, _tags("sadj"))] if clause.subject_adj else []),
+                   (clause.subject, _tags("subj"))]
+    aux = {"past": "did", "present": "does" if third else "do", "future": "will"}[clause.tense]
+    if clause.question:
+        tense = {"past": ("past",), "future": ("future",)}.get(clause.tense, ())
+        head = [(aux, _tags("q", *tense)), *subject, (verb.base, _tags("verb"))]
+    elif clause.negative:
+        head = [*subject, (aux, _tags("neg")), ("not", _tags("neg")), (verb.base, _tags("verb"))]
+    elif clause.tense == "future":
+        head = [*subject, ("will", _tags("future")), (verb.base, _tags("verb"))]
+    elif clause.tense == "past":
+        head = [*subject, (verb.past, _tags("verb", "past"))]
+    else:
+        head = [*subject, (verb.third if third else verb.base, _tags("verb"))]
+    tail = [(w, _tags("place")) for w in (clause.place or "").split()]
+    tail += [(w, _tags("time")) for w in (clause.time or "").split()]
+    end = ("?", _tags("end", "q")) if clause.question else (".", _tags("end"))
+    return [*head, *_tagged_english_object(clause), *tail, end]
+
+
+def _tagged_chinese(clause: Clause) -> Tagged:
+    """:func:`chinese` of an ordinary clause, character by character, each with its tags."""
+    if clause.subject in PRONOUNS:
+        subject = _chars(PRONOUNS[clause.subject], "subj")
+    elif clause.subject in NAMES:
+        subject = _chars(NAMES[clause.subject], "subj")
+    else:
+        subject = _chars(clause.subject_adj.zh if clause.subject_adj else "", "sadj")
+        subject += _chars(_BY_EN[clause.subject].zh, "subj")
+    time = _chars(TIMES[clause.tense][clause.time] if clause.time else "", "time")
+    if clause.negative:
+        aux = _chars({"past": "没有", "present": "不", "future": "不会"}[clause.tense], "neg")
+    else:
+        aux = _chars("会" if clause.tense == "future" else "", "future")
+    place = _chars("在" + PLACES[clause.place] if clause.place else "", "place")
+    aspect = _chars("了" if clause.tense == "past" and not clause.negative else "", "past")
+    count: Tagged = []
+    if clause.count:
+        count = _chars(NUMBERS[clause.count], "num") + _chars(clause.obj.measure,
+                                                               "measure" if clause.obj.container else "num")
+    obj = count + _chars(clause.obj_adj.zh if clause.obj_adj else "", "oadj") + _chars(clause.obj.zh, "obj")
+    end = [*_chars("吗", "q"), *_chars("？", "end")] if clause.question else _chars("。", "end")
+    return [*subject, *time, *aux, *place, *_chars(clause.verb.zh, "verb"), *aspect, *obj, *end]
+
+
+def _tagged_pronoun(clause: PronounClause) -> tuple[Tagged, Tagged]:
+    """(English, Chinese) of a pronoun sentence, tagged: the referent after 因为 translates "it", 太…了 "too"."""
+    frame = dict(_frame(clause.verb, clause.obj)[2])
+    referent = _BY_EN[clause.animal].zh if clause.refers_to_animal else _BY_EN[clause.obj].zh
+    adjective = ANIMATE_ADJECTIVES[clause.adjective] if clause.refers_to_animal else frame[clause.adjective]
+    en = [("the", _tags()), (clause.animal, _tags("subj")), ("did", _tags("neg")), ("not", _tags("neg")),
+          (clause.verb, _tags("verb")), ("the", _tags()), (clause.obj, _tags("obj")),
+          ("because", _tags("because")), ("it", _tags("it")), ("was", _tags()), ("too", _tags("too")),
+          (clause.adjective, _tags("adj")), (".", _tags("end"))]
+    zh = [*_chars(_BY_EN[clause.animal].zh, "subj"), *_chars("没有", "neg"),
+          *_chars(_VERB_BY_BASE[clause.verb].zh, "verb"), *_chars(_BY_EN[clause.obj].zh, "obj"), *_chars("，"),
+          *_chars("因为", "because"), *_chars(referent, "it"), *_chars("太", "too"), *_chars(adjective, "adj"),
+          *_chars("了", "too"), *_chars("。", "end")]
+    return en, zh
+
+
+@dataclass(frozen=True)
+class WordAlignment:
+    """Which source tokens each target token translates, for one sentence pair of the grammar.
+
+    ``source`` and ``target`` are the tokens of each side as the tasks' tokenizers cut them (English
+    words, Chinese characters), without ``<bos>``/``<eos>``. ``links[j]`` lists the positions in
+    ``source`` that ``target[j]`` translates, in order: empty for a token that translates nothing
+    ("the", "of", "，"), several for a phrase (each character of 在花园里 ↔ in, the, garden).
+    """
+
+    source: tuple[str, ...]
+    target: tuple[str, ...]
+    links: tuple[tuple[int, ...], ...]
+
+
+def word_alignment(clause: Clause | PronounClause, direction: str = "en-zh") -> WordAlignment:
+    """The alignment of ``clause``'s two writings, from English to Chinese (``"en-zh"``) or back (``"zh-en"``)."""
+    if direction not in ("en-zh", "zh-en"):
+        raise ValueError(f"The direction must be 'en-zh' or 'zh-en', got {direction!r}.")
+    if isinstance(clause, PronounClause):
+        en, zh = _tagged_pronoun(clause)
+    else:
+        en, zh = _tagged_english(clause), _tagged_chinese(clause)
+    source, target = (en, zh) if direction == "en-zh" else (zh, en)
+    links = tuple(tuple(i for i, (_, tags) in enumerate(source) if tags & wanted) for _, wanted in target)
+    return WordAlignment(tuple(tok for tok, _ in source), tuple(tok for tok, _ in target), links)
+
+
+def alignment_of(source: str, direction: str) -> WordAlignment | None:
+    """The alignment of a typed ``source`` sentence with its translation (``direction`` "en-zh" or "zh-en"),
+    found by reading the sentence back into the grammar; None when the grammar cannot write it."""
+    clause = parse_english(source) if direction == "en-zh" else parse_chinese(source)
+    return None if clause is None else word_alignment(clause, direction)

@@ -442,3 +442,114 @@ def test_a_bad_compatibility_in_the_link_falls_back_to_the_dot_product(app, bad)
     assert "attention.scores" in chart_keys(at) and not at.exception
     if bad:
         assert len(at.toast) == 1
+
+
+# ------------------------------------------------------------------ the gold alignment on cross-attention
+
+SHIPPED_DIR = models.CHECKPOINT_DIR  # the module's fixture points the app at random models; these need the real ones
+EN_ZH = "the cat ate two apples in the garden yesterday ."
+
+
+@pytest.fixture
+def shipped_translation(monkeypatch, random_models) -> None:
+    """The app's model list on the shipped checkpoints (en-zh, zh-en, the character models)."""
+    if not (SHIPPED_DIR / "en-zh.pt").exists() or not (SHIPPED_DIR / "zh-en.pt").exists():
+        pytest.skip("the shipped en-zh / zh-en checkpoints are not in assets/checkpoints")
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", SHIPPED_DIR)
+
+
+def outline_cells(figure: dict) -> set[tuple[int, int]]:
+    """The (row, column) cells the zoom's alignment outline frames (read from the line's meta)."""
+    from figures.attention import ALIGNMENT_EDGE
+    lines = [trace for trace in figure["data"] if trace["type"] == "scatter"
+             and trace.get("line", {}).get("color") == ALIGNMENT_EDGE]
+    return {tuple(cell) for trace in lines for cell in trace["meta"]}
+
+
+def expected_alignment(model: str, source: str):
+    from explain.alignment import head_alignment
+    from model.checkpoint import load_checkpoint
+    return head_alignment(load_checkpoint(SHIPPED_DIR / f"{model}.pt"), source)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("model, source", [("en-zh", EN_ZH), ("zh-en", "猫昨天在花园里吃了两个苹果。")])
+def test_cross_attention_outlines_the_gold_alignment_and_names_the_best_heads(app, shipped_translation, lang,
+                                                                             model, source):
+    at = open_script(app, "app_pages/attention.py", {"lang": lang, "model": model, "attention_kind": "cross"})
+    expected = expected_alignment(model, source)
+    assert at.toggle(key="attention.alignment").value is True
+    framed = outline_cells(chart(at, "attention.zoom"))
+    assert framed == {tuple(cell) for cell in np.argwhere(expected.cells).tolist()}
+    # en-zh: the <bos> row writes 猫 and frames "cat"; zh-en: the <bos> row writes "the" (no frame), the next "cat" ↔ 猫
+    assert {"en-zh": (0, 1), "zh-en": (1, 0)}[model] in framed and (0, 0) not in framed
+    bars = [values(trace["y"]) for trace in chart(at, "attention.alignment_chart")["data"] if trace["type"] == "bar"]
+    assert np.allclose(np.stack(bars), expected.scores, atol=1e-4)
+    layer, head, score = expected.best[0]
+    best = translate("attention.alignment.best", lang, layer=layer, head=head, score=f"{score:.2f}")
+    assert any(best in text for text in texts(at.markdown))
+    assert score > expected.chance
+    assert any(translate("attention.alignment.heading", lang) in text for text in texts(at.markdown))
+
+
+def test_the_outline_toggle_lives_in_the_url(app, shipped_translation):
+    at = open_script(app, "app_pages/attention.py", {"lang": "en", "model": "en-zh", "attention_kind": "cross",
+                                                     "attention_alignment": "false"})
+    assert at.toggle(key="attention.alignment").value is False
+    assert not outline_cells(chart(at, "attention.zoom"))
+    assert chart(at, "attention.alignment_chart"), "the scores stay without the outline"
+    clean(at.toggle(key="attention.alignment").set_value(True).run())
+    assert query(at, "attention_alignment") == "true"
+    assert outline_cells(chart(at, "attention.zoom"))
+
+
+def test_a_hostile_outline_value_falls_back_to_on(app, shipped_translation):
+    at = open_script(app, "app_pages/attention.py", {"lang": "en", "model": "en-zh", "attention_kind": "cross",
+                                                     "attention_alignment": "<script>1</script>"})
+    assert at.toggle(key="attention.alignment").value is True
+    assert query(at, "attention_alignment") != "<script>1</script>"
+
+
+def test_the_best_head_button_shows_it(app, shipped_translation):
+    expected = expected_alignment("en-zh", EN_ZH)
+    layer, head, _ = expected.best[0]
+    other = next((lay, hd) for lay in (1, 2, 3) for hd in (1, 2, 3, 4) if (lay, hd) != (layer, head))
+    at = open_script(app, "app_pages/attention.py", {"lang": "en", "model": "en-zh", "attention_kind": "cross",
+                                                     "attention_layer": str(other[0]),
+                                                     "attention_head": str(other[1])})
+    clean(at.button(key="attention.alignment_best").click().run())
+    assert (query(at, "attention_layer"), query(at, "attention_head")) == (str(layer), str(head))
+    assert f"layer {layer}, head {head}" in chart(at, "attention.zoom")["layout"]["title"]["text"]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_sentence_the_grammar_cannot_write_says_so(app, shipped_translation, lang):
+    at = open_script(app, "app_pages/attention.py", {"lang": lang, "model": "en-zh", "attention_kind": "cross",
+                                                     "attention_text": "the cat ate two aples ."})
+    assert translate("attention.alignment.no_sentence", lang) in texts(at.caption)
+    assert "attention.alignment" not in [toggle.key for toggle in at.toggle]  # nothing to outline
+    assert not outline_cells(chart(at, "attention.zoom"))
+
+
+def test_a_character_model_is_scored_on_its_own_alignment(app, checkpoint_dir):
+    """The random copy model: the diagonal is its gold alignment; its (wrong) answer gets no outline, said so."""
+    from explain.alignment import head_alignment
+    from model.checkpoint import load_checkpoint
+    source = get_task("copy").example
+    expected = head_alignment(load_checkpoint(checkpoint_dir / "copy.pt"), source)
+    at = open_attention(app, attention_kind="cross")
+    bars = [values(trace["y"]) for trace in chart(at, "attention.alignment_chart")["data"] if trace["type"] == "bar"]
+    assert np.allclose(np.stack(bars), expected.scores, atol=1e-4)
+    assert expected.chance == pytest.approx(1 / len(source))
+    answer = at.code[0].value
+    if answer == source:
+        assert outline_cells(chart(at, "attention.zoom")) == {(j, j) for j in range(len(source))}
+    else:
+        assert any(text.startswith(translate("attention.alignment.other_answer", "en", expected="")[:20])
+                   for text in texts(at.caption))
+        assert not outline_cells(chart(at, "attention.zoom"))
+
+
+def test_the_dates_model_says_it_has_no_alignment(app):
+    at = open_attention(app, model="dates", attention_kind="cross")
+    assert translate("attention.alignment.no_task", "en") in texts(at.caption)

@@ -162,6 +162,8 @@ SETTINGS = [
         MODEL, ChoiceParam("attention_view", "overview", choices=("overview", "heads", "inside", "stats", "ablation")),
         ATT_KIND, LAYER_HEAD["attention_layer"], LAYER_HEAD["attention_head"],
     )),
+    Settings("attention_alignment", "app_pages/attention.py", (BoolParam("attention_alignment", True),),
+             {"attention_kind": "cross"}),
     Settings("attention_heads", "app_pages/attention.py",
              (BoolParam("attention_all", True), ATT_KIND, LAYER_HEAD["attention_layer"], LAYER_HEAD["attention_head"]),
              {"attention_view": "heads"}),
@@ -235,7 +237,9 @@ SETTINGS = [
     Settings("bleu_typed", "app_pages/bleu.py", (
         ChoiceParam("bleu_tok", "char", choices=bv.TOKENIZATIONS), BLEU_ORDER,
     ), {"bleu_view": "worked", "bleu_pair": "typed"}),
-    Settings("attention_cost", "app_pages/attention_cost.py", (MODEL,)),  # nothing measured: the page reads only the model
+    Settings("attention_cost", "app_pages/attention_cost.py", (  # nothing measured: the model and latent attention
+        MODEL, IntParam("attention_cost_latents", 4, lo=1, hi=32), IntParam("attention_cost_latent_head", 1, lo=1, hi=N_HEADS),
+    )),
     Settings("cost_measured", "app_pages/attention_cost.py", (MODEL, COST_LOG), press="attention_cost.measure"),
     Settings("paper_vs_code", "app_pages/paper_vs_code.py", (MODEL, ChoiceParam("paper_vs_code_row", pvc.ROW_KEYS[0],
                                                                                  choices=pvc.ROW_KEYS))),

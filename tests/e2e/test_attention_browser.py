@@ -260,3 +260,47 @@ def test_inside_one_head_switches_to_additive_compatibility_and_fits_a_phone(pag
            "dot")
     expect(charts(p, "attention.scores")).to_have_count(1)
     assert p.locator(EXCEPTION).count() == 0
+
+
+def test_cross_attention_outlines_the_gold_alignment_and_scores_every_head(page, wait_for_app, screenshot):
+    """en-zh's cross-attention: the grammar's alignment framed in red over the head, every head's score as a bar,
+    the outline switched off and on through the URL, the best head one click away, and a phone-wide window."""
+    if "en-zh" not in models.shipped_models():
+        pytest.skip("no shipped en-zh model")
+    from explain.alignment import head_alignment
+    from model.tasks import get_task
+    best_layer, best_head, _ = head_alignment(models.get_model("en-zh"), get_task("en-zh").example).best[0]
+    other = (1, 1) if (best_layer, best_head) != (1, 1) else (1, 2)
+    p = page(f"/attention?model=en-zh&lang=en&attention_kind=cross&attention_layer={other[0]}"
+             f"&attention_head={other[1]}")
+    outline = charts(p, "attention.zoom").locator(".scatterlayer path.js-line")  # one path per straight edge
+    expect(outline.first).to_be_attached()
+    assert "rgb(255, 43, 43)" in outline.first.get_attribute("style")  # the red of the outline
+    expect(charts(p, "attention.alignment_chart")).to_have_count(1)
+    expect(p.get_by_text(translate("attention.alignment.heading", "en"), exact=True)).to_be_visible()
+    widget(p, "attention.zoom").scroll_into_view_if_needed()
+    screenshot(p, "attention_alignment_en")
+
+    switch = widget(p, "attention.alignment").locator("label").first  # the switch's input is hidden under its label
+    switch.click()
+    p.wait_for_url(re.compile(r"[?&]attention_alignment=false(&|$)"))
+    wait_for_app(p)
+    expect(outline).to_have_count(0)
+    switch.click()
+    p.wait_for_url(re.compile(r"[?&]attention_alignment=true(&|$)"))
+    wait_for_app(p)
+    expect(outline.first).to_be_attached()
+
+    widget(p, "attention.alignment_best").locator("button").click()
+    p.wait_for_url(re.compile(rf"attention_layer={best_layer}(&|$)"))
+    wait_for_app(p)
+    assert query(p)["attention_head"] == str(best_head)
+    expect(widget(p, "attention.zoom")).to_contain_text(f"layer {best_layer}, head {best_head}")
+
+    p.set_viewport_size({"width": 390, "height": 844})
+    wait_for_app(p)
+    widget(p, "attention.alignment_chart").scroll_into_view_if_needed()
+    box = charts(p, "attention.alignment_chart").bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    screenshot(p, "attention_alignment_390px")
+    assert p.locator(EXCEPTION).count() == 0
