@@ -642,7 +642,7 @@ def _ms(value: float | None) -> float | None:
 # --random-controls: what a visitor may click at random. Not: the training page's buttons (only the trainers
 # train), downloads, uploads, the exercises' Check / Use mine (learners' code has its own benchmark,
 # bench/learners.py), or the cost page's Measure (a queued measurement of its own, #33 item 5).
-NOT_CLICKED = re.compile(r"^(training\.|.*download|.*upload|.*exercise|.*check|.*use_mine|attention_cost\.measure)")
+NOT_CLICKED = re.compile(r"^(training\.|.*download|.*upload|.*exercise|.*check|.*use_mine|attention_cost\.(latent_)?measure)")
 CLICKABLE = frozenset({"button", "radio", "selectbox", "button_group", "checkbox", "slider", "number_input",
                        "text_input", "text_area"})  # what another_value can change
 SENTENCES = {  # typed into a text box, in the language the default model reads

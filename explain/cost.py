@@ -22,7 +22,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Any, Callable, Hashable, Iterator, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,8 @@ import torch
 from explain.turns import TICK_S, Turns
 from model.config import TransformerConfig
 from model.transformer import ForwardOptions, Transformer
+
+T = TypeVar("T")
 
 # (layer kind, operations per layer, sequential operations, maximum path length), in plain Unicode: a table
 # cell that a phone can scroll (LaTeX in a Markdown table cannot).
@@ -113,7 +115,7 @@ def fitted_slope(lengths: np.ndarray, seconds: np.ndarray) -> float | None:
     return float(np.polyfit(np.log(lengths[top]), np.log(seconds[top]), 1)[0])
 
 
-def _synchronize(device: torch.device) -> None:
+def synchronize(device: torch.device) -> None:
     """Wait for the device's queued work, so a clock read after it counts the work."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -124,10 +126,10 @@ def _synchronize(device: torch.device) -> None:
 def _one_forward(model: Transformer, ids: torch.Tensor, need_weights: bool) -> tuple[float, tuple[torch.Tensor, ...]]:
     """(seconds, attention maps returned) of one encoder forward of ``ids``."""
     opts = ForwardOptions(use_padding_mask=False, need_weights=need_weights)
-    _synchronize(ids.device)
+    synchronize(ids.device)
     start = time.perf_counter()
     out = model.encode(ids, opts)
-    _synchronize(ids.device)
+    synchronize(ids.device)
     return time.perf_counter() - start, out.attention
 
 
@@ -147,20 +149,31 @@ def _cuda_peak(model: Transformer, ids: torch.Tensor, need_weights: bool) -> int
     return int(peak)
 
 
-def _time_path(model: Transformer, ids: torch.Tensor, need_weights: bool) -> tuple[float, float]:
-    """(best time of several forwards, memory bytes) of one path at one length."""
+def best_time(once: Callable[[], float]) -> float:
+    """The least of several timings ``once()`` (seconds each): at least :data:`MIN_REPEATS` while they take
+    under :data:`REPEAT_MAX_S` in all, more (up to :data:`MAX_REPEATS`) while under :data:`REPEAT_S`."""
     times, spent = [], 0.0
-    maps: tuple[torch.Tensor, ...] = ()
     while not times or (len(times) < MAX_REPEATS and (spent < REPEAT_S or
                                                        (len(times) < MIN_REPEATS and spent < REPEAT_MAX_S))):
-        seconds, maps = _one_forward(model, ids, need_weights)
-        times.append(seconds)
-        spent += seconds
+        times.append(once())
+        spent += times[-1]
+    return min(times)
+
+
+def _time_path(model: Transformer, ids: torch.Tensor, need_weights: bool) -> tuple[float, float]:
+    """(best time of several forwards, memory bytes) of one path at one length."""
+    last: list[tuple[torch.Tensor, ...]] = [()]  # the maps of the latest forward
+
+    def once() -> float:
+        seconds, last[0] = _one_forward(model, ids, need_weights)
+        return seconds
+
+    seconds = best_time(once)
     if ids.device.type == "cuda":
         memory = float(_cuda_peak(model, ids, need_weights))
     else:
-        memory = float(_map_bytes(maps)) if need_weights else math.nan
-    return min(times), memory
+        memory = float(_map_bytes(last[0])) if need_weights else math.nan
+    return seconds, memory
 
 
 @contextmanager
@@ -240,11 +253,11 @@ def _measure(config: TransformerConfig, torch_device: torch.device, lengths: tup
 WAIT_TICK_S = TICK_S  # a waiting visitor hears their place this often (and their script can be stopped between)
 _LINE = Turns(1)  # one measurement at a time in the process, so each is timed alone
 _RESULTS_LOCK = threading.Lock()
-_RESULTS: dict[tuple[TransformerConfig, str], CostMeasurement] = {}
+_RESULTS: dict[Hashable, Any] = {}  # key -> a measurement (this page's and explain.latent's)
 
 
 class _MeasuredMeanwhile(Exception):
-    """A waiting caller's size was measured by someone ahead of it: it leaves the line with that result."""
+    """A waiting caller's key was measured by someone ahead of it: it leaves the line with that result."""
 
 
 def _key(config: TransformerConfig, device: str) -> tuple[TransformerConfig, str]:
@@ -253,10 +266,15 @@ def _key(config: TransformerConfig, device: str) -> tuple[TransformerConfig, str
     return dataclasses.replace(measured_config(config), pe_base=TransformerConfig.pe_base), str(torch.device(device))
 
 
+def kept(key: Hashable) -> Any | None:
+    """The measurement already made in this process under ``key``, or None."""
+    with _RESULTS_LOCK:
+        return _RESULTS.get(key)
+
+
 def cached_cost(config: TransformerConfig, device: str = "cpu") -> CostMeasurement | None:
     """The measurement already made in this process for ``config``'s sizes on ``device``, or None."""
-    with _RESULTS_LOCK:
-        return _RESULTS.get(_key(config, device))
+    return kept(_key(config, device))
 
 
 def is_measuring() -> bool:
@@ -264,39 +282,44 @@ def is_measuring() -> bool:
     return len(_LINE) > 0
 
 
-def measure_once(config: TransformerConfig, device: str = "cpu", *,
-                 on_progress: Callable[[float, int], None] | None = None,
-                 on_wait: Callable[[int], None] | None = None, **limits) -> CostMeasurement:
-    """:func:`measure_cost`, one at a time in the process, in arrival order, once per model size and device.
+def once(key: Hashable, measure: Callable[[], T], on_wait: Callable[[int], None] | None = None) -> T:
+    """``measure()``, one at a time in the process, in arrival order, once per ``key``; kept for everyone.
 
     A caller behind others is told its place every :data:`WAIT_TICK_S` (``on_wait(n)``: n measurements
-    are ahead of it), never blocks longer than that, and leaves the line if ``on_wait`` or ``on_progress``
+    are ahead of it), never blocks longer than that, and leaves the line if ``on_wait`` or ``measure``
     raises (a Streamlit script stopped by a rerun or a closed tab does, from its next ``st`` call). A result
-    of the same size made meanwhile is returned at once, without measuring again.
-    ``limits``: the keyword budgets of :func:`measure_cost`.
+    of the same key made meanwhile is returned at once, without measuring again.
     """
-    key = _key(config, device)
-    done = cached_cost(config, device)
+    done = kept(key)
     if done is not None:
         return done
 
     def waiting(ahead: int) -> None:
-        if cached_cost(config, device) is not None:
+        if kept(key) is not None:
             raise _MeasuredMeanwhile
         if on_wait is not None:
             on_wait(ahead)
 
     try:
         with _LINE.turn(on_wait=waiting):
-            done = cached_cost(config, device)
+            done = kept(key)
             if done is not None:
                 return done
-            result = measure_cost(config, device, on_progress=on_progress, **limits)
+            result = measure()
             with _RESULTS_LOCK:
                 _RESULTS[key] = result
             return result
     except _MeasuredMeanwhile:
-        return cached_cost(config, device)
+        return kept(key)
+
+
+def measure_once(config: TransformerConfig, device: str = "cpu", *,
+                 on_progress: Callable[[float, int], None] | None = None,
+                 on_wait: Callable[[int], None] | None = None, **limits) -> CostMeasurement:
+    """:func:`measure_cost` by :func:`once`: in turn, once per model size and device (``on_progress`` raising
+    leaves the line too). ``limits``: the keyword budgets of :func:`measure_cost`."""
+    return once(_key(config, device), lambda: measure_cost(config, device, on_progress=on_progress, **limits),
+                on_wait=on_wait)
 
 
 def forget_measurements() -> None:

@@ -1,5 +1,6 @@
-"""The cost-of-attention page and the attention page's "what attention produces" view in a real browser:
-both languages, every control, a phone-wide window; screenshots go to test-artifacts/.
+"""The cost-of-attention page (with its latent attention section) and the attention page's "what attention
+produces" view in a real browser: both languages, every control, a phone-wide window; screenshots go to
+test-artifacts/.
 
 Needs a shipped model (assets/checkpoints). The measurement runs once per server process (then kept), so the
 first test that presses the button waits for it (at most about 10 s of measuring, on a busy machine more).
@@ -40,7 +41,7 @@ def test_cost_page_table_measurement_and_axes(page, wait_for_app, screenshot, la
     expect(table).to_contain_text(translate("attention_cost.table.row_self_attention", lang))
     expect(table).to_contain_text(translate("attention_cost.table.col_path", lang))
     measured(p, wait_for_app, lang)
-    expect(p.locator(f"{MAIN} [data-testid='stMetric']")).to_have_count(2)
+    expect(p.locator(f"{MAIN} [data-testid='stMetric']")).to_have_count(2 + 3)  # the slopes, the latent maps' numbers
     screenshot(p, f"cost_measured_{lang}")
 
     widget(p, "attention_cost.log").get_by_text(translate("attention_cost.result.log", lang), exact=True).click()
@@ -97,4 +98,46 @@ def test_what_attention_produces_fits_a_phone_wide_window(page, wait_for_app, sc
     box = chart.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
     screenshot(p, "attention_head_output_390px")
+    assert p.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_latent_attention_renders_and_its_slider_changes_the_maps(page, wait_for_app, screenshot, lang):
+    p = page(f"/attention-cost?lang={lang}&attention_cost_latents=2", locale="zh-CN" if lang == "zh" else "en-US")
+    expect(p.get_by_text(translate("attention_cost.latent.heading", lang), exact=True)).to_be_visible()
+    maps = charts(p, "attention_cost.latent_maps")
+    expect(maps).to_have_count(1)
+    expect(maps.locator(".annotation-text")).to_have_count(4)  # R, W, W·R and the model's own map
+    read_title = maps.locator(".annotation-text").first
+    expect(read_title).to_have_text(re.compile(r"^R[:：] ?2 "))
+    slider = widget(p, "attention_cost.latents").get_by_role("slider")
+    slider.focus()
+    slider.press("ArrowRight")
+    p.wait_for_url(re.compile(r"[?&]attention_cost_latents=3(&|$)"))
+    wait_for_app(p)
+    expect(read_title).to_have_text(re.compile(r"^R[:：] ?3 "))
+    expect(widget(p, "attention_cost.latent_measure").get_by_role("button")).to_contain_text("k = 3")
+    maps.scroll_into_view_if_needed()
+    screenshot(p, f"cost_latent_{lang}")
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def test_latent_attention_fits_a_phone_wide_window_and_measures(page, wait_for_app, screenshot):
+    p = page("/attention-cost?lang=en", phone=True)
+    maps = charts(p, "attention_cost.latent_maps")
+    expect(maps).to_have_count(1)
+    maps.scroll_into_view_if_needed()
+    box = maps.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    tops = {round(title.bounding_box()["y"]) for title in maps.locator(".annotation-text").all()}
+    assert len(tops) == 4, "on a phone the four maps stand one under another"
+    screenshot(p, "cost_latent_390px")
+    widget(p, "attention_cost.latent_measure").get_by_role("button").click()
+    chart = charts(p, "attention_cost.latent_chart")
+    expect(chart).to_have_count(1, timeout=MEASURE_TIMEOUT_MS)
+    wait_for_app(p)
+    chart.scroll_into_view_if_needed()
+    box = chart.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    screenshot(p, "cost_latent_measured_390px")
     assert p.locator(EXCEPTION).count() == 0
