@@ -1,5 +1,6 @@
 """Scoring translations: BLEU. The chosen model's answers to N fresh task samples scored with corpus
-BLEU (sacrebleu) beside exact match, and one candidate worked n-gram by n-gram."""
+BLEU (sacrebleu) beside exact match, one candidate worked n-gram by n-gram, and the same model with its
+weights rounded to int8: its size, answers, scores and one head's attention before and after."""
 import math
 from collections.abc import Callable
 
@@ -9,7 +10,10 @@ from explain.bleu import (CHUNK, MAX_ORDER, NGRAM_COLUMNS, NOISES, ORDER_COLUMNS
                           LibrarySentence, ScoredSamples, WorkedSentence, bleu_tokenize, chunks_for, decode_chunk,
                           decode_turns, default_pick, has_samples, library_sentence, ngram_table, order_table,
                           sample_table, score_samples, telling_sample, work_sentence)
-from figures.bleu import precision_bars
+from explain.attention import KINDS
+from explain.quantise import (CHANGE_COLUMNS, MATRIX_COLUMNS, PAIR_COLUMNS, QuantReport, attention_pair, change_table,
+                              changed_answers, decode_chunk_int8, default_sample, matrix_table, quantisation_report)
+from figures.bleu import attention_map, precision_bars
 from figures.labels import display_token
 from ui.cache import computed, is_cached, session_gone_check
 from ui.code_panel import code_panel
@@ -20,7 +24,7 @@ from ui.url_state import ChoiceParam, IntParam, TextParam, bind, clamp_state, ma
 from ui.widgets import csv_download, plot, show_box_cut
 from ui.exercise_panel import exercise_panel
 
-SECTIONS = ("corpus", "worked")
+SECTIONS = ("corpus", "worked", "int8")
 SECTION = ChoiceParam("bleu_view", "corpus", choices=SECTIONS)
 N_SAMPLES = IntParam("bleu_n", 50, lo=10, hi=200, step=10)
 SEED = IntParam("bleu_seed", 0, lo=0, hi=9999)
@@ -32,36 +36,47 @@ TYPED_CHARS = 200
 CANDIDATE = TextParam("bleu_cand", "thank you so much", max_len=TYPED_CHARS)
 REFERENCE = TextParam("bleu_ref", "thank you so much, my brother", max_len=TYPED_CHARS)
 PICK_KEY = "bleu.pick"
+QUANT_KIND = ChoiceParam("bleu_q_kind", "cross", choices=KINDS)
+QUANT_PICK_KEY, QUANT_LAYER_KEY, QUANT_HEAD_KEY = "bleu.q_pick", "bleu.q_layer", "bleu.q_head"
 
 
 # ------------------------------------------------------------------ the samples
 
 
-def sample_controls() -> tuple[int, int, str]:
-    """N, the seed and what is done to the answers (``?bleu_n=``, ``?bleu_seed=``, ``?bleu_noise=``)."""
+def n_and_seed() -> tuple[int, int]:
+    """N and the seed (``?bleu_n=``, ``?bleu_seed=``), shared by the sections that decode samples."""
     n_col, seed_col = st.columns([3, 1])
     n = n_col.slider(t("bleu.n_samples"), 10, 200, step=10, key=bind(N_SAMPLES, key="bleu.n"),
                      help=t("bleu.n_samples_help"))
     seed = seed_col.number_input(t("bleu.seed"), min_value=0, max_value=9999, step=1, key=bind(SEED, key="bleu.seed"),
                                  help=t("bleu.seed_help"))
+    return int(n), int(seed)
+
+
+def sample_controls() -> tuple[int, int, str]:
+    """N, the seed and what is done to the answers (``?bleu_n=``, ``?bleu_seed=``, ``?bleu_noise=``)."""
+    n, seed = n_and_seed()
     noise = st.radio(t("bleu.noise_label"), NOISES, horizontal=True, key=bind(NOISE, key="bleu.noise"),
                      format_func=lambda k: t(f"bleu.noise.{k}"), help=t("bleu.noise_help"))
-    return int(n), int(seed), noise
+    return n, seed, noise
 
 
-def decoded(ckpt, n: int, seed: int) -> tuple[tuple[str, str, str], ...]:
+def decoded(ckpt, n: int, seed: int, decode: Callable = decode_chunk,
+            progress: str = "bleu.progress") -> tuple[tuple[str, str, str], ...]:
     """The first ``n`` samples of the seeded stream with the model's answers, decoded :data:`CHUNK` at a
-    time through the cache. Chunks not cached yet are decoded in turn with other visitors
+    time through the cache by ``decode`` (the float32 model's :func:`explain.bleu.decode_chunk`, or the int8
+    model's). Chunks not cached yet are decoded in turn with other visitors
     (:func:`explain.bleu.decode_turns`): while others decode, a line says how many are ahead, and a
-    progress bar follows the chunks once this visitor's turn has come. Views already seen draw neither."""
+    progress bar (its text the catalog's ``progress``) follows the chunks once this visitor's turn has
+    come. Views already seen draw neither."""
     count = chunks_for(n)
-    if all(is_cached(decode_chunk, seed, chunk, model=ckpt) for chunk in range(count)):
-        return samples_of(ckpt, n, seed, count)
+    if all(is_cached(decode, seed, chunk, model=ckpt) for chunk in range(count)):
+        return samples_of(ckpt, n, seed, count, decode=decode)
     note = st.empty()
     with decode_turns().turn(on_wait=place_note(note)):
         note.empty()
-        bar = st.progress(0.0, text=t("bleu.progress", done=0, n=n)) if count > 1 else None
-        parts = samples_of(ckpt, n, seed, count, bar)
+        bar = st.progress(0.0, text=t(progress, done=0, n=n)) if count > 1 else None
+        parts = samples_of(ckpt, n, seed, count, bar, decode, progress)
         if bar is not None:
             bar.empty()
         return parts
@@ -82,13 +97,14 @@ def place_note(note) -> Callable[[int], None]:
     return tell
 
 
-def samples_of(ckpt, n: int, seed: int, count: int, bar=None) -> tuple[tuple[str, str, str], ...]:
-    """The ``count`` chunks through the cache, ``bar`` (if any) moved after each."""
+def samples_of(ckpt, n: int, seed: int, count: int, bar=None, decode: Callable = decode_chunk,
+               progress: str = "bleu.progress") -> tuple[tuple[str, str, str], ...]:
+    """The ``count`` chunks of ``decode`` through the cache, ``bar`` (if any) moved after each."""
     parts = []
     for chunk in range(count):
-        parts.extend(computed(decode_chunk, seed, chunk, model=ckpt))
+        parts.extend(computed(decode, seed, chunk, model=ckpt))
         if bar is not None:
-            bar.progress((chunk + 1) / count, text=t("bleu.progress", done=min(n, (chunk + 1) * CHUNK), n=n))
+            bar.progress((chunk + 1) / count, text=t(progress, done=min(n, (chunk + 1) * CHUNK), n=n))
     return tuple((s.source, s.reference, s.output) for s in parts[:n])
 
 
@@ -305,6 +321,152 @@ def worked_view(ckpt, tokenize: str) -> None:
     code_panel("bleu", ("bleu_count", "ngrams", "bleu_clip", "bleu_score"))
 
 
+# ------------------------------------------------------------------ int8 weights
+
+
+def megabytes(n: int) -> str:
+    return f"{n / 1e6:.2f} MB"
+
+
+def size_table(report: QuantReport) -> None:
+    """The model's bytes before and after, from the tensors and as torch.save writes them, with the sum spelt out."""
+    rows = (("tensors", report.float_bytes, report.int8_total_bytes),
+            ("saved", report.float_saved_bytes, report.int8_saved_bytes))
+    table = {t("bleu.int8.size.what"): [t(f"bleu.int8.size.{name}") for name, _, _ in rows],
+             t("bleu.int8.size.before"): [megabytes(before) for _, before, _ in rows],
+             t("bleu.int8.size.after"): [megabytes(after) for _, _, after in rows],
+             t("bleu.int8.size.ratio"): [f"{after / before:.1%}" for _, before, after in rows]}
+    st.dataframe(table, hide_index=True, width="stretch")
+    st.caption(t("bleu.int8.size.sum", weights=f"{report.quantised_weights:,}", rows=f"{report.rows:,}",
+                 kept=f"{report.kept_params:,}", total=f"{report.int8_total_bytes:,}", params=f"{report.params:,}",
+                 float=f"{report.float_bytes:,}", saved_float=f"{report.float_saved_bytes:,}",
+                 saved_int8=f"{report.int8_saved_bytes:,}"))
+
+
+def weight_error(report: QuantReport) -> None:
+    """How far the weights moved: the largest and the mean |w − ŵ|, and the largest in steps of its row's scale."""
+    max_col, mean_col, step_col = st.columns(3)
+    max_col.metric(t("bleu.int8.error.max"), f"{report.max_error:.2e}", help=t("bleu.int8.error.max_help"))
+    mean_col.metric(t("bleu.int8.error.mean"), f"{report.mean_error:.2e}", help=t("bleu.int8.error.mean_help"))
+    step_col.metric(t("bleu.int8.error.step"), f"{report.max_relative_error:.3f}", help=t("bleu.int8.error.step_help"))
+    with st.expander(t("bleu.int8.matrices.heading")):
+        table = matrix_table(report, {c: t(f"bleu.int8.matrices.{c}") for c in MATRIX_COLUMNS})
+        st.dataframe(table, hide_index=True, width="stretch", height=300,
+                     column_config={t(f"bleu.int8.matrices.{c}"): st.column_config.NumberColumn(format="%.2e")
+                                    for c in ("max_error", "mean_error", "max_scale")})
+        csv_download("bleu.download", lambda: table.to_csv(index=False), "int8_weights.csv", "bleu.int8_matrices_csv")
+
+
+def arrow(before: str, after: str) -> str:
+    return f"{before} → {after}"
+
+
+def answers_before_after(ckpt, tokenize: str) -> tuple[tuple, tuple]:
+    """N and the seed, the float32 and the int8 model's answers, their scores and the answers that changed."""
+    n, seed = n_and_seed()
+    before = decoded(ckpt, n, seed)
+    after = decoded(ckpt, n, seed, decode_chunk_int8, "bleu.int8.progress")
+    with st.spinner(t("bleu.scoring", n=2 * len(before))):
+        scored_before = computed(score_samples, before, "none", seed, tokenize)
+        scored_after = computed(score_samples, after, "none", seed, tokenize)
+    old, new = scored_before.corpus, scored_after.corpus
+    bleu_col, em_col, changed_col = st.columns(3)
+    bleu_col.metric(t("bleu.int8.metric.bleu"), arrow(one_decimal(old.bleu), one_decimal(new.bleu)),
+                    help=t("bleu.int8.metric.bleu_help"))
+    em_col.metric(t("bleu.int8.metric.exact"), arrow(f"{old.exact_match:.1%}", f"{new.exact_match:.1%}"),
+                  help=t("bleu.int8.metric.exact_help"))
+    changed = changed_answers(scored_before.samples, scored_after.samples)
+    changed_col.metric(t("bleu.int8.metric.changed"), t("bleu.int8.metric.changed_value", k=len(changed), n=old.n),
+                       help=t("bleu.int8.metric.changed_help"))
+    if changed:
+        table = change_table(scored_before.samples, scored_after.samples,
+                             {c: t(f"bleu.int8.changes.{c}") for c in CHANGE_COLUMNS})
+        st.dataframe(table, hide_index=True, width="stretch", height=min(300, 38 + 35 * len(table)))
+        st.caption(t("bleu.int8.changes.caption"))
+        csv_download("bleu.download", lambda: table.to_csv(index=False), "int8_changed_answers.csv",
+                     "bleu.int8_changes_csv")
+    else:
+        st.success(t("bleu.int8.changes.none", n=old.n), icon=":material/check_circle:")
+    return scored_before.samples, scored_after.samples
+
+
+def head_controls(ckpt, before, after) -> tuple[int, str, int, int]:
+    """The sample (``?bleu_q_pick=``), the attention (``?bleu_q_kind=``), its layer and head
+    (``?bleu_q_layer=``, ``?bleu_q_head=``, from 1)."""
+    cfg = ckpt.model.config
+    changed = set(changed_answers(before, after))
+    pick_param = IntParam("bleu_q_pick", default=default_sample(before, after), lo=0, hi=len(before) - 1)
+    clamp_state(QUANT_PICK_KEY, pick_param.hi)
+    index = st.selectbox(t("bleu.int8.attention.pick"), range(len(before)), key=bind(pick_param, key=QUANT_PICK_KEY),
+                         format_func=lambda i: t("bleu.int8.attention.pick_option", n=i + 1,
+                                                 mark="≠" if i in changed else "", text=before[i].source),
+                         help=t("bleu.int8.attention.pick_help"))
+    kind = st.segmented_control(t("bleu.int8.attention.kind"), KINDS, required=True,
+                                format_func=lambda k: t(f"bleu.int8.attention.kinds.{k}"),
+                                key=bind(QUANT_KIND, key="bleu.q_kind"))
+    layer_col, head_col = st.columns(2)
+    clamp_state(QUANT_LAYER_KEY, cfg.n_layers)
+    clamp_state(QUANT_HEAD_KEY, cfg.n_heads)
+    layer = layer_col.segmented_control(
+        t("bleu.int8.attention.layer"), list(range(1, cfg.n_layers + 1)), required=True,
+        key=bind(IntParam("bleu_q_layer", 1, lo=1, hi=cfg.n_layers), key=QUANT_LAYER_KEY))
+    head = head_col.segmented_control(
+        t("bleu.int8.attention.head"), list(range(1, cfg.n_heads + 1)), required=True,
+        key=bind(IntParam("bleu_q_head", 1, lo=1, hi=cfg.n_heads), key=QUANT_HEAD_KEY))
+    return index, kind, layer, head
+
+
+def attention_before_after(ckpt, before, after) -> None:
+    """One head's map on one sample, float32 beside int8, the cell where they differ most outlined."""
+    st.subheader(t("bleu.int8.attention.heading"))
+    st.markdown(t("bleu.int8.attention.intro"))
+    index, kind, layer, head = head_controls(ckpt, before, after)
+    pair = computed(attention_pair, before[index].source, kind, layer - 1, head - 1, model=ckpt)
+    where = pair.where
+    labels = dict(x_title=t(f"bleu.int8.attention.keys.{kind}"), y_title=t(f"bleu.int8.attention.queries.{kind}"),
+                  hover=t("bleu.int8.attention.hover", query="%{y}", key="%{x}", weight="%{z:.4f}"), mark=where)
+    left, right = st.columns(2)
+    for where_col, weights, name in ((left, pair.before, "float32"), (right, pair.after, "int8")):
+        fig = attention_map(weights, pair.query_tokens, pair.key_tokens, title=t(
+            "bleu.int8.attention.title", model=t(f"bleu.int8.attention.model.{name}"), layer=layer, head=head),
+            **labels)
+        plot(fig, key=f"bleu.int8_map_{name}", where=where_col, config={"displayModeBar": False})
+    query, key = where
+    st.markdown(t("bleu.int8.attention.difference", diff=f"{pair.max_difference:.2e}",
+                  query=code_span(pair.query_tokens[query]) if pair.query_tokens else "∅",
+                  key=code_span(pair.key_tokens[key]) if pair.key_tokens else "∅",
+                  before=f"{pair.before[where]:.4f}" if pair.before.size else "∅",
+                  after=f"{pair.after[where]:.4f}" if pair.after.size else "∅"))
+    st.caption(t("bleu.int8.attention.answers", before=markdown_literal(pair.answer_before, limit=80) or "∅",
+                 after=markdown_literal(pair.answer_after, limit=80) or "∅"))
+    columns = {c: t(f"bleu.int8.attention.columns.{c}") for c in PAIR_COLUMNS}
+    csv_download("bleu.download", lambda: pair.table(columns).to_csv(index=False), "int8_attention.csv",
+                 "bleu.int8_attention_csv")
+
+
+@fragment
+def int8_view(ckpt, tokenize: str) -> None:
+    """The model's weights rounded to int8: size and weight error; with a task, the answers and their scores
+    before and after, and one head's attention side by side; what LLM.int8(), GPTQ and AWQ do instead."""
+    st.subheader(t("bleu.int8.size.heading"))
+    st.markdown(t("bleu.int8.how"))
+    # two lines: one is wider than a phone
+    st.latex(r"\begin{gathered}s_r = \frac{\max_j |w_{rj}|}{127},\quad \hat w_{rj} = q_{rj}\, s_r,"
+             r"\\ q_{rj} = \mathrm{clamp}\big(\mathrm{round}(w_{rj}/s_r), -127, 127\big)\end{gathered}")
+    with st.spinner(t("bleu.int8.quantising")):
+        report = computed(quantisation_report, model=ckpt)
+    size_table(report)
+    weight_error(report)
+    st.subheader(t("bleu.int8.answers_heading"))
+    if has_samples(ckpt):
+        before, after = answers_before_after(ckpt, tokenize)
+        attention_before_after(ckpt, before, after)
+    else:
+        st.info(t("bleu.int8.no_task"), icon=":material/info:")
+    st.subheader(t("bleu.int8.others.heading"))
+    st.markdown(t("bleu.int8.others.body"))
+
+
 # ------------------------------------------------------------------ the page
 
 
@@ -316,6 +478,8 @@ def bleu_page(ckpt) -> None:
     st.caption(t(f"bleu.section_about.{section}"))
     if section == "worked":
         worked_view(ckpt, tokenize)
+    elif section == "int8":
+        int8_view(ckpt, tokenize)
     elif has_samples(ckpt):
         corpus_view(ckpt, tokenize)
     else:

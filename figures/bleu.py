@@ -1,4 +1,5 @@
-"""The BLEU page's picture: the n-gram precisions p_1..p_4 as bars, each with its matches / total.
+"""The BLEU page's pictures: the n-gram precisions p_1..p_4 as bars, each with its matches / total; one
+head's attention map of the float32 model and of the int8 one, on one scale.
 
 Numbers and already-translated texts in, a plotly figure out (no torch, no Streamlit).
 """
@@ -6,13 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import plotly.graph_objects as go
 
+from figures.heatmap import cell_marks, heatmap
 from figures.style import PALETTE, figure
 
 BAR_COLOR = PALETTE[0]
 EMPTY_COLOR = "#d62728"  # an order with no match: its p_n = 0 makes unsmoothed BLEU 0
 MEAN_COLOR = "#7d828e"
+MARK_COLOR = PALETTE[1]  # red: the cell where the two attention maps differ most
 
 
 def precision_bars(precisions: Sequence[float], matches: Sequence[int], totals: Sequence[int], *,
@@ -35,4 +39,18 @@ def precision_bars(precisions: Sequence[float], matches: Sequence[int], totals: 
     fig.update_xaxes(fixedrange=True)
     if mean is not None:
         fig.add_hline(y=mean, line=dict(color=MEAN_COLOR, dash="dash", width=1.5))
+    return fig
+
+
+def attention_map(weights: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str], *, title: str,
+                  x_title: str, y_title: str, hover: str, mark: tuple[int, int] | None = None) -> go.Figure:
+    """One head's weights (T_q, T_k) on the fixed 0–1 scale, so that a map of the float32 model and one of
+    the int8 model drawn side by side compare colour for colour. ``mark`` (query, key) outlines one cell in
+    red: where the two maps differ most. No colour bar (two would crowd a phone); the hover gives each weight."""
+    fig = heatmap(weights, x_tokens=key_tokens, y_tokens=query_tokens, title=title, x_title=x_title, y_title=y_title,
+                  zmin=0.0, zmax=1.0, hover=hover, show_scale=False)
+    if mark is not None and weights.size:
+        cell = np.zeros(np.shape(weights), dtype=bool)
+        cell[mark] = True
+        fig.add_traces(cell_marks(cell, MARK_COLOR))
     return fig

@@ -5,6 +5,7 @@ Checks read what the page shows (metrics, tables, formulas, the URL) and recompu
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from model.checkpoint import save_checkpoint
 from model.config import TransformerConfig
 from model.tasks import get_task
 from model.transformer import Transformer
-from tests.app.apptest_helpers import clean, open_script, query, random_model_fixtures, texts
+from tests.app.apptest_helpers import chart, clean, open_script, query, random_model_fixtures, texts
 from ui import models
 from ui.i18n import LANGS, translate
 
@@ -266,3 +267,109 @@ def test_scoring_the_answers_runs_under_a_spinner_that_says_so(app, monkeypatch)
     monkeypatch.setattr(st, "spinner", spinner)
     at = open_bleu(app, bleu_n="30", lang="zh")
     assert translate("bleu.scoring", "zh", n=30) in shown
+
+
+# ------------------------------------------------------------------ int8 weights
+
+
+def size_rows(at: AppTest, lang: str = "en") -> dict[str, list[str]]:
+    """The size table: {row name: [float32, int8, ratio]} with the catalog's names turned back into the code's."""
+    what = translate("bleu.int8.size.what", lang)
+    frames = [d.value for d in at.dataframe if what in d.value.columns]
+    assert len(frames) == 1
+    names = {translate(f"bleu.int8.size.{k}", lang): k for k in ("tensors", "saved")}
+    columns = [translate(f"bleu.int8.size.{k}", lang) for k in ("before", "after", "ratio")]
+    return {names[row[what]]: [row[c] for c in columns] for _, row in frames[0].iterrows()}
+
+
+def int8_metric(at: AppTest, key: str, lang: str = "en") -> str:
+    label = translate(f"bleu.int8.metric.{key}", lang)
+    found = [m.value for m in at.metric if m.label == label]
+    assert len(found) == 1, [m.label for m in at.metric]
+    return found[0]
+
+
+def int8_report():
+    from explain.quantise import quantisation_report
+
+    return quantisation_report(models.load_shipped("copy"))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_int8_view_in_both_languages(app, lang):
+    at = open_bleu(app, lang, bleu_view="int8", bleu_n="20")
+    report = int8_report()
+    sizes = size_rows(at, lang)
+    assert sizes["tensors"] == [f"{report.float_bytes / 1e6:.2f} MB", f"{report.int8_total_bytes / 1e6:.2f} MB",
+                                f"{report.ratio:.1%}"]
+    assert sizes["saved"][2] == f"{report.saved_ratio:.1%}"
+    assert translate("bleu.int8.others.heading", lang) in texts(at.subheader)
+    for name in ("float32", "int8"):
+        assert any(c.proto.id.endswith(f"-bleu.int8_map_{name}") for c in at.get("plotly_chart"))
+    assert int8_metric(at, "changed", lang).endswith(("of 20", "个"))
+    assert query(at, "bleu_view") == "int8" and query(at, "bleu_q_kind") == "cross"
+
+
+def test_int8_numbers_are_the_models_and_the_scores_are_the_pages_own(app):
+    """The 'before' scores are the corpus view's for the same samples; the changed count is the table's length."""
+    at = open_bleu(app, bleu_view="int8", bleu_n="30", bleu_seed="4")
+    corpus = open_bleu(app, bleu_n="30", bleu_seed="4")
+    before_bleu, after_bleu = int8_metric(at, "bleu").split(" → ")
+    before_exact, _ = int8_metric(at, "exact").split(" → ")
+    assert (before_bleu, before_exact) == (metric(corpus, "bleu"), metric(corpus, "exact"))
+    changed = int(int8_metric(at, "changed").split(" of ")[0])
+    number = translate("bleu.int8.changes.number", "en")
+    tables = [d.value for d in at.dataframe if translate("bleu.int8.changes.after", "en") in d.value.columns]
+    if changed:
+        assert len(tables) == 1 and len(tables[0]) == changed
+        assert at.selectbox(key="bleu.q_pick").value == int(tables[0][number].iloc[0]) - 1  # the first change
+    else:
+        assert not tables and translate("bleu.int8.changes.none", "en", n=30) in texts(at.success)
+        assert at.selectbox(key="bleu.q_pick").value == 0
+    report = int8_report()
+    assert metric_value(at, "bleu.int8.error.step") == f"{report.max_relative_error:.3f}"
+    assert float(metric_value(at, "bleu.int8.error.step")) <= 0.5
+
+
+def metric_value(at: AppTest, key: str) -> str:
+    found = [m.value for m in at.metric if m.label == translate(key, "en")]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_int8_controls_via_the_url_and_by_hand(app):
+    source = samples_table(open_bleu(app, bleu_n="10"))["source"][3]
+    at = open_bleu(app, "zh", bleu_view="int8", bleu_n="10", bleu_q_kind="encoder", bleu_q_pick="3",
+                   bleu_q_layer="1", bleu_q_head="2")
+    assert not at.toast
+    assert at.segmented_control(key="bleu.q_kind").value == "encoder"
+    assert (at.selectbox(key="bleu.q_pick").value, at.segmented_control(key="bleu.q_head").value) == (3, 2)
+    title = chart(at, "bleu.int8_map_int8")["layout"]["title"]["text"]
+    assert title == translate("bleu.int8.attention.title", "zh", model="int8", layer=1, head=2)
+    assert len(chart(at, "bleu.int8_map_float32")["layout"]["xaxis"]["ticktext"]) == len(source)  # the source's chars
+    clean(at.segmented_control(key="bleu.q_kind").set_value("decoder").run())
+    clean(at.segmented_control(key="bleu.q_head").set_value(1).run())
+    assert (query(at, "bleu_q_kind"), query(at, "bleu_q_head")) == ("decoder", "1")
+    shown = json.dumps(chart(at, "bleu.int8_map_int8")["layout"], ensure_ascii=False)  # Chinese y titles: across
+    assert translate("bleu.int8.attention.queries.decoder", "zh") in shown
+
+
+def test_hostile_int8_values_fall_back_with_a_notice(app):
+    at = open_bleu(app, bleu_view="int8", bleu_n="10", bleu_q_kind="<script>", bleu_q_layer="9", bleu_q_head="-1",
+                   bleu_q_pick="99999")
+    assert len(at.toast) == 4
+    assert (query(at, "bleu_q_kind"), query(at, "bleu_q_layer"), query(at, "bleu_q_head")) == ("cross", "1", "1")
+    assert int(query(at, "bleu_q_pick")) < 10
+    assert any(c.proto.id.endswith("-bleu.int8_map_int8") for c in at.get("plotly_chart"))
+
+
+def test_int8_view_of_a_model_without_a_task_shows_its_size_only(app, monkeypatch, tmp_path):
+    torch.manual_seed(0)
+    tokenizer = get_task("copy").source_tokenizer()
+    config = TransformerConfig(tokenizer.vocab_size, tokenizer.vocab_size, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                               dropout=0.0, max_len=64)
+    save_checkpoint(tmp_path / "mystery.pt", Transformer(config).eval(), tokenizer, {"name": "mystery"})
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
+    at = open_bleu(app, model="mystery", bleu_view="int8")
+    assert translate("bleu.int8.no_task", "en") in texts(at.info)
+    assert size_rows(at)["tensors"][2].endswith("%") and not at.get("plotly_chart")

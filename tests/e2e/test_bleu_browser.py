@@ -104,3 +104,37 @@ def test_bleu_in_chinese_on_a_phone(page, wait_for_app, screenshot):
     expect(p.get_by_text(re.compile(r"^sacrebleu 的结果一致"))).to_be_visible()
     screenshot(p, "bleu_worked_zh_phone")
     assert p.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_bleu_int8_weights(page, wait_for_app, screenshot, lang):
+    """The int8 section: sizes, the answers before and after, one head's maps side by side; a control changes
+    the maps; on a phone (390 px) nothing sticks out."""
+    from tests.e2e.test_phone_browser import PHONE, overflow_once_settled
+
+    p = page(f"/bleu?lang={lang}&model=copy&bleu_view=int8&bleu_n=20", locale="zh-CN" if lang == "zh" else "en-US")
+    expect(p.get_by_text(translate("bleu.int8.size.heading", lang), exact=True)).to_be_visible()
+    expect(p.get_by_text(translate("bleu.int8.metric.changed", lang), exact=True)).to_be_visible()
+    for name in ("float32", "int8"):
+        expect(charts(p, f"bleu.int8_map_{name}")).to_have_count(1)
+    title = translate("bleu.int8.attention.title", lang, model="int8", layer=1, head=1)
+    expect(charts(p, "bleu.int8_map_int8").get_by_text(title)).to_have_count(1)
+    choose(p, wait_for_app, "bleu.q_kind", translate("bleu.int8.attention.kinds.encoder", lang), "bleu_q_kind",
+           "encoder")
+    choose(p, wait_for_app, "bleu.q_head", "2", "bleu_q_head", "2")
+    title = translate("bleu.int8.attention.title", lang, model="int8", layer=1, head=2)
+    expect(charts(p, "bleu.int8_map_int8").get_by_text(title)).to_have_count(1)
+    expect(p.get_by_text(translate("bleu.int8.others.heading", lang), exact=True)).to_be_visible()
+    widget(p, "bleu.int8_map_int8").scroll_into_view_if_needed()
+    screenshot(p, f"bleu_int8_{lang}")
+    assert p.locator(EXCEPTION).count() == 0
+    # A phone opens the view at its own width (a table in the closed expander keeps the width it was drawn at).
+    p = page(f"/bleu?lang={lang}&model=copy&bleu_view=int8&bleu_n=20&bleu_q_kind=encoder&bleu_q_head=2",
+             locale="zh-CN" if lang == "zh" else "en-US", phone=True)
+    expect(charts(p, "bleu.int8_map_int8").get_by_text(title)).to_have_count(1)
+    overflow = overflow_once_settled(p)
+    assert overflow["page"] <= PHONE["width"] + 1 and not overflow["sticking"], overflow
+    box = charts(p, "bleu.int8_map_int8").bounding_box()
+    assert box is not None and box["width"] <= PHONE["width"]
+    screenshot(p, f"bleu_int8_{lang}_phone")
+    assert p.locator(EXCEPTION).count() == 0
