@@ -1,11 +1,15 @@
-"""Tokens and embeddings: typed sentences → characters → token ids → a padded batch → vectors, and what
-the rows of an embedding table mean (nearest neighbours, cosines, a PCA map)."""
+"""Tokens and embeddings: typed sentences → characters → token ids → a padded batch → vectors, what
+the rows of an embedding table mean (nearest neighbours, cosines, a PCA map), and sub-word pieces learnt
+by byte-pair encoding (characters, words and BPE compared)."""
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
+from explain.bpe import (CORPORA, DEFAULT_MERGES, DEFAULT_SENTENCES, SENTENCE_MAX_CHARS, TYPED_DEFAULT,
+                         TYPED_MAX_CHARS, LearntBpe, Tokenization, compare, learn_bpe, normalize)
 from explain.embeddings import (COMPARED_MAX, LOOKUP_DIM, LOOKUP_IDS_DEFAULT, LOOKUP_IDS_MAX, LOOKUP_ROWS,
                                 TABLE_SIDES, EmbeddingStages, Neighbours, TablePca, default_word,
                                 default_words, embedding_stages, lookup_is_product, parse_ids, rms, table_pca,
@@ -14,8 +18,8 @@ from explain.text import LISTED_UNKNOWN, PreparedText, unit_of
 from explain.tokens import SENTENCE_ROWS, SIDES, SentenceBatch, fallback_tokenizer, sentence_frame, side_frames
 from figures.labels import display_token
 from figures.style import PALETTE
-from figures.tokens import (ROW_LABELS_MAX, kind_table_html, matrix_figure, matrix_table_html, neighbours_figure,
-                            pca_figure, similarity_figure, stage_figure)
+from figures.tokens import (ROW_LABELS_MAX, bpe_curve_figure, kind_table_html, matrix_figure, matrix_table_html,
+                            neighbours_figure, pca_figure, pieces_html, similarity_figure, stage_figure)
 from model.tasks import TRANSLATION_TASKS
 from ui.cache import computed
 from ui.code_panel import code_panel
@@ -23,14 +27,16 @@ from ui.i18n import t
 from ui.page_css import formula_row
 from ui.page_errors import fragment
 from ui.scaffold import page
-from ui.url_state import BadValue, BoolParam, ChoiceParam, Param, TextParam, bind, markdown_literal
+from ui.url_state import BadValue, BoolParam, ChoiceParam, IntParam, Param, TextParam, bind, markdown_literal
 from ui.viewport import NARROW_KEY, guessed_narrow, is_narrow
-from ui.widgets import batch_input, csv_download, model_batch, plot, sentence_picker
+from ui.widgets import batch_input, csv_download, model_batch, plot, sentence_picker, show_box_cut
 
 SIDE = ChoiceParam("tokens_side", default="source", choices=SIDES)
 LOOKUP_IDS = TextParam("tokens_lookup_ids", LOOKUP_IDS_DEFAULT, max_len=40)
 SPACE_SIDE = ChoiceParam("tokens_space_side", default="source", choices=TABLE_SIDES)
 SPACE_SPECIALS = BoolParam("tokens_space_specials", False)
+BPE_CORPUS = ChoiceParam("tokens_bpe_corpus", default="english", choices=CORPORA)
+BPE_TEXT = TextParam("tokens_bpe_text", TYPED_DEFAULT, max_len=TYPED_MAX_CHARS)
 
 
 @fragment
@@ -294,6 +300,135 @@ def space_section(ckpt) -> None:
                  "tokens.space_csv")
 
 
+# ------------------------------------------------------------------ byte-pair encoding (#32)
+
+
+def bpe_pieces(rows: tuple[Tokenization, ...], k: int) -> None:
+    """The visitor's sentence cut every way, a line of coloured pieces each, with its count."""
+    lines = []
+    for row in rows:
+        label = t(f"tokens.bpe.cut_{row.name}", k=k, n=len(row.sentence))
+        if row.sentence_unknown:
+            label += t("tokens.bpe.cut_unknown", count=row.sentence_unknown)
+        lines.append((label, [p.token for p in row.sentence], [p.surface for p in row.sentence],
+                      [p.unknown for p in row.sentence]))
+    st.html(pieces_html(lines))
+
+
+def bpe_comparison(rows: tuple[Tokenization, ...], learnt: LearntBpe, k: int) -> None:
+    """Characters, words and BPE@k side by side: vocabulary, mean length and <unk> on the measured
+    sentences, and on the visitor's sentence."""
+    names = ("vocab", "mean", "unknown", "yours", "yours_unknown")
+    columns = [t(f"tokens.bpe.col_{name}", n=len(learnt.measured)) for name in names]
+    frame = pd.DataFrame([[f"{r.vocab_size:,}", f"{r.mean_pieces:.1f}", f"{r.unknown:,}", str(len(r.sentence)),
+                           str(r.sentence_unknown)] for r in rows],
+                         index=[t(f"tokens.bpe.row_{r.name}", k=k) for r in rows], columns=columns)
+    kinds = np.array([["char", "char", "unk" if r.unknown else "char", "char",
+                       "unk" if r.sentence_unknown else "char"] for r in rows])
+    st.html(kind_table_html(frame, kinds, "bpe_compare"))
+
+
+def bpe_merges_table(learnt: LearntBpe, k: int) -> None:
+    """The first ``k`` merges in the order learnt, the last one marked, in a box of its own that scrolls."""
+    if k == 0:
+        st.caption(t("tokens.bpe.no_merges_yet"))
+        return
+    names = [t(f"tokens.bpe.merge_{name}") for name in ("left", "right", "new")]
+    frame = pd.DataFrame([[a, b, a + b] for a, b in learnt.merges[:k]], index=[str(n + 1) for n in range(k)],
+                         columns=names)
+    kinds = np.full(frame.shape, "char", dtype=object)
+    kinds[-1, :] = "special"
+    st.html(f'<div style="max-height: 420px; overflow-y: auto">{kind_table_html(frame, kinds, "bpe_merges")}</div>')
+
+
+def bpe_text(corpus: str) -> str | None:
+    """The typed text to learn from (the "typed" corpus; "" for the others), or None when it holds nothing."""
+    if corpus != "typed":
+        return ""
+    text = st.text_area(t("tokens.bpe.text_label", max=TYPED_MAX_CHARS), key=bind(BPE_TEXT, key="tokens.bpe_text"),
+                        max_chars=BPE_TEXT.max_len, help=t("tokens.bpe.text_help"), height=120)
+    show_box_cut("tokens.bpe_text", text, BPE_TEXT.max_len)
+    if not normalize(text or "", corpus):
+        st.warning(t("tokens.bpe.text_empty"), icon=":material/warning:")
+        return None
+    return text
+
+
+def bpe_controls(learnt: LearntBpe, corpus: str) -> tuple[int, str]:
+    """The merges slider (``?tokens_bpe_merges=``, 0 … the merges learnt) and the visitor's sentence
+    (``?tokens_bpe_sentence=``, the corpus's example until typed); returns k and the sentence, normalised."""
+    merges_column, sentence_column = st.columns(2, gap="large")
+    with merges_column:
+        if learnt.max_k == 0:
+            st.info(t("tokens.bpe.nothing_to_merge"), icon=":material/info:")
+            k = 0
+        else:
+            param = IntParam("tokens_bpe_merges", min(DEFAULT_MERGES, learnt.max_k), lo=0, hi=learnt.max_k)
+            k = st.slider(t("tokens.bpe.merges_label"), 0, learnt.max_k, key=bind(param, key="tokens.bpe_merges"),
+                          help=t("tokens.bpe.merges_help", max=learnt.max_k))
+    with sentence_column:
+        param = TextParam("tokens_bpe_sentence", DEFAULT_SENTENCES[corpus], max_len=SENTENCE_MAX_CHARS)
+        typed = st.text_input(t("tokens.bpe.sentence_label"), max_chars=SENTENCE_MAX_CHARS,
+                              key=bind(param, key="tokens.bpe_sentence", follows="tokens.bpe_sentence"),
+                              help=t("tokens.bpe.sentence_help"))
+        show_box_cut("tokens.bpe_sentence", typed, SENTENCE_MAX_CHARS)
+    sentence = normalize(typed or "", corpus)
+    if not sentence:
+        st.info(t("tokens.bpe.sentence_empty"), icon=":material/info:")
+    elif sentence != typed:
+        st.caption(t(f"tokens.bpe.normalized_{corpus}", text=markdown_literal(sentence, SENTENCE_MAX_CHARS)))
+    return k, sentence
+
+
+def bpe_curve(learnt: LearntBpe, k: int) -> None:
+    """Vocabulary size and pieces a sentence against k, k marked, whole words as dotted lines."""
+    words = None if learnt.words is None else (len(learnt.words), learnt.mean_words)
+    titles = (t("tokens.bpe.chart_vocab"), t("tokens.bpe.chart_length", n=len(learnt.measured)))
+    plot(bpe_curve_figure(learnt.vocab_sizes, learnt.mean_pieces, k, titles=titles, x_title=t("tokens.bpe.chart_x"),
+                          hovers=(t("tokens.bpe.hover_vocab"), t("tokens.bpe.hover_length")), words=words,
+                          words_name=t("tokens.bpe.chart_words"), narrow=narrow_known()),
+         key="tokens.bpe_curve")
+
+
+@fragment
+def bpe_section() -> None:
+    """Byte-pair encoding learnt on the grammar's English or Chinese sentences or on typed text
+    (``?tokens_bpe_corpus=``, ``?tokens_bpe_text=``); the first k merges cut the visitor's sentence,
+    beside characters and whole words. A fragment: its controls redraw only this."""
+    st.subheader(t("tokens.bpe.heading"))
+    st.markdown(t("tokens.bpe.intro"))
+    corpus = st.segmented_control(t("tokens.bpe.corpus"), BPE_CORPUS.choices,
+                                  key=bind(BPE_CORPUS, key="tokens.bpe_corpus"), required=True,
+                                  format_func=lambda c: t(f"tokens.bpe.corpus_{c}")) or BPE_CORPUS.default
+    text = bpe_text(corpus)
+    if text is None:
+        return
+    learnt = computed(learn_bpe, corpus, text)
+    k, sentence = bpe_controls(learnt, corpus)
+    rows = compare(learnt, k, sentence)
+    if sentence:
+        bpe_pieces(rows, k)
+    measured = "typed" if corpus == "typed" else "held_out"
+    st.markdown(f"**{t(f'tokens.bpe.compare_title_{measured}', n=len(learnt.measured))}**")
+    bpe_comparison(rows, learnt, k)
+    st.caption(t(f"tokens.bpe.compare_caption_{'chinese' if learnt.words is None else 'spaces'}"))
+    chart_column, merges_column = st.columns(2, gap="large")
+    with chart_column:
+        bpe_curve(learnt, k)
+    with merges_column:
+        st.markdown(f"**{t('tokens.bpe.merges_title', k=k, total=learnt.max_k)}**")
+        bpe_merges_table(learnt, k)
+    st.caption(t("tokens.bpe.caption"))
+    csv_download("tokens.bpe.download", lambda: bpe_csv(learnt), f"bpe_{corpus}.csv", "tokens.bpe_csv")
+
+
+def bpe_csv(learnt: LearntBpe) -> str:
+    """The chart's numbers, one row per k, with the merge that step adds."""
+    return pd.DataFrame({"k": range(learnt.max_k + 1), "vocab_size": learnt.vocab_sizes,
+                         "mean_pieces": learnt.mean_pieces,
+                         "merge": [""] + [f"{a} + {b}" for a, b in learnt.merges]}).to_csv(index=False)
+
+
 FORMULAS = (formula_row(r"x_p \;=\; E[\,t_p\,]\cdot\sqrt{d_{model}} \;+\; PE(p),", r"E \in \mathbb{R}^{V \times d_{model}}"),)
 
 with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
@@ -320,3 +455,4 @@ with page("tokens", formulas=FORMULAS, try_this="top") as ckpt:
         embedding_section(ckpt, tuple(batch.source[index].ids))
         lookup_section(ckpt, len(batch.source[index].ids))
     space_section(ckpt)
+    bpe_section()

@@ -1,5 +1,6 @@
 """The tokens page's pictures: the batch tables (HTML), the embedding heatmaps, and what a table's rows
-mean (a word's nearest neighbours, the cosines of chosen words, the table's PCA map).
+mean (a word's nearest neighbours, the cosines of chosen words, the table's PCA map), and byte-pair
+encoding (a sentence cut into coloured pieces, the vocabulary and the sentence length against the merges).
 
 Tables are pandas Stylers: every cell is made visible and escaped (:func:`figures.labels.token_label`)
 and carries its kind as a CSS class, so padding is grey, ``<bos>``/``<eos>`` blue and ``<unk>`` red.
@@ -17,7 +18,7 @@ from pandas.io.formats.style import Styler
 from plotly.subplots import make_subplots
 
 from figures.heatmap import heatmap
-from figures.labels import axis_labels, token_label
+from figures.labels import axis_labels, display_token, token_label
 from figures.style import DIVERGING, PALETTE
 
 ROW_LABELS_MAX = 70  # the most embedding-table rows labelled one by one (11 px a row at the figure's 900 px cap)
@@ -222,4 +223,63 @@ def pca_figure(tokens: Sequence[str], points: np.ndarray, groups: Sequence[tuple
     fig.update_yaxes(title=y_title, zeroline=False, scaleanchor="x", scaleratio=1)
     fig.update_layout(height=420 if narrow else 560, margin=dict(l=10, r=10, t=10, b=10),
                       legend=dict(orientation="h", y=-0.18 if narrow else -0.12, x=0))
+    return fig
+
+
+# ------------------------------------------------------------------ byte-pair encoding: pieces, merges and their cost
+
+# Neighbouring pieces alternate through these light fills, so where one piece ends shows; <unk> is the tables' red.
+PIECE_FILLS = ("#dbe9fb", "#fdebd3", "#d8f3ec", "#ece3fa", "#fbe3ee")
+PIECE_STYLE = ("display: inline-block; margin: 0 2px 4px 0; padding: 1px 5px; border-radius: 4px; "
+               "font-family: 'Source Code Pro', monospace; font-size: 0.9rem; white-space: pre")
+UNK_STYLE = "background: #fde0df; color: #a1131c; font-weight: 600"
+
+
+def pieces_html(rows: Sequence[tuple[str, Sequence[str], Sequence[str], Sequence[bool]]]) -> str:
+    """One sentence cut in several ways, a line each: (label, tokens, what each stands for, unknown?).
+
+    Every token is a coloured chip (neighbours in different colours), made visible and escaped; an
+    unknown one is red and says on hover what it stood for. A long line wraps inside the page."""
+    lines = []
+    for label, tokens, surfaces, unknown in rows:
+        chips = []
+        for n, (token, surface, unk) in enumerate(zip(tokens, surfaces, unknown)):
+            style = UNK_STYLE if unk else f"background: {PIECE_FILLS[n % len(PIECE_FILLS)]}"
+            tip = f' title="{html.escape(display_token(surface.strip() or surface))}"' if unk else ""
+            chips.append(f'<span style="{PIECE_STYLE}; {style}"{tip}>{token_label(token)}</span>')
+        lines.append(f'<div style="margin-bottom: 0.4rem"><div style="font-size: 0.85rem; color: #5c6070">'
+                     f'{html.escape(label)}</div><div style="line-height: 1.9">{"".join(chips)}</div></div>')
+    return f'<div class="tp-bpe-pieces">{"".join(lines)}</div>'
+
+
+def bpe_curve_figure(vocab_sizes: Sequence[int], mean_pieces: Sequence[float], k: int, *,
+                     titles: tuple[str, str], x_title: str, hovers: tuple[str, str],
+                     words: tuple[int, float] | None, words_name: str, narrow: bool = False) -> go.Figure:
+    """Vocabulary size (top) and mean pieces per sentence (bottom) against the number of merges k = 0 …,
+    one x axis for both, the chosen ``k`` marked on each; ``words`` (vocabulary, mean length) as dotted
+    lines named ``words_name`` where a word vocabulary exists."""
+    ks = list(range(len(vocab_sizes)))
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.14,
+                        subplot_titles=[html.escape(title) for title in titles])
+    for row, values, hover in ((1, list(vocab_sizes), hovers[0]), (2, [float(v) for v in mean_pieces], hovers[1])):
+        fig.add_trace(go.Scatter(x=ks, y=values, mode="lines", line=dict(color=PALETTE[0], width=2),
+                                 hovertemplate=hover + "<extra></extra>"), row=row, col=1)
+        fig.add_trace(go.Scatter(x=[k], y=[values[k]], mode="markers+text", marker=dict(color=PALETTE[1], size=10),
+                                 text=[f"{values[k]:,.0f}" if row == 1 else f"{values[k]:.1f}"],
+                                 textposition="top right" if k < len(ks) / 2 else "top left",
+                                 hoverinfo="skip"), row=row, col=1)
+        top = max(values)
+        if words is not None:
+            top = max(top, words[row - 1])
+            # at the left, where the curves start far from it (k = 0 is characters)
+            fig.add_hline(y=words[row - 1], line=dict(color="#5c6070", width=1.5, dash="dot"), row=row, col=1,
+                          annotation_text=words_name, annotation_position="bottom left",
+                          annotation_font=dict(size=11, color="#5c6070"))
+        fig.update_yaxes(range=[0, 1.18 * top or 1], row=row, col=1)  # room above for the marked value
+    fig.add_vline(x=k, line=dict(color=PALETTE[1], width=1, dash="dash"))
+    fig.update_xaxes(title=x_title, row=2, col=1)
+    fig.update_xaxes(range=[-0.02 * max(1, len(ks) - 1), 1.02 * max(1, len(ks) - 1)])
+    for note in fig.layout.annotations[:2]:  # the subplot titles
+        note.font = dict(size=13)
+    fig.update_layout(height=420 if narrow else 460, margin=dict(l=10, r=10, t=30, b=10), showlegend=False)
     return fig

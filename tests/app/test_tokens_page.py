@@ -5,6 +5,7 @@ The checks read what the page shows: the batch tables (HTML), their captions, th
 """
 from __future__ import annotations
 
+from html import escape
 import math
 
 import numpy as np
@@ -30,7 +31,8 @@ def tables(at: AppTest) -> list[str]:
     """The HTML of the page's tables: batch tokens, batch ids, the chosen sentence."""
     return [h.proto.body for h in at.get("html") if "tp-code" not in h.proto.body and "tp-steps" not in h.proto.body
             and not h.proto.body.lstrip().startswith(("<style>", "<script>"))  # the app's CSS, ui/prefetch.py
-            and "T_lookup_" not in h.proto.body]  # the lookup-is-a-product example (lookup_tables)
+            and "T_lookup_" not in h.proto.body  # the lookup-is-a-product example (lookup_tables)
+            and "T_bpe_" not in h.proto.body and "tp-bpe" not in h.proto.body]  # byte-pair encoding (bpe_html)
 
 
 def lookup_tables(at: AppTest) -> dict[str, str]:
@@ -66,8 +68,9 @@ def test_default_view_in_both_languages(app, lang):
     assert "&lt;pad&gt;" in tokens and ">0<" in ids.replace(" ", "")
     assert "␣" in tokens
     assert "&lt;bos&gt;" in sentence and "&lt;eos&gt;" in sentence
-    # the embedding table, the four steps in one figure; a word's neighbours, the pairs' cosines, the PCA map
-    assert len(at.get("plotly_chart")) == 5
+    # the embedding table, the four steps in one figure; a word's neighbours, the pairs' cosines, the PCA map;
+    # byte-pair encoding's vocabulary and lengths against the merges
+    assert len(at.get("plotly_chart")) == 6
     assert at.segmented_control(key="tokens.side").value == "source"
 
 
@@ -150,7 +153,7 @@ def test_bad_input_is_explained_and_shown_safely(app, name, lang):
     if name in ("empty", "spaces"):
         assert warnings == [translate("common.input.empty", lang)]
         assert not tables(at)
-        assert len(at.get("plotly_chart")) == 3  # only the table's meaning, which needs no sentence
+        assert len(at.get("plotly_chart")) == 4  # only the table's meaning and BPE, which need no sentence
         return
     html = "".join(tables(at))
     assert "<b>" not in html and "<script>" not in html and "<s>" not in html
@@ -163,7 +166,7 @@ def test_bad_input_is_explained_and_shown_safely(app, name, lang):
     if name in ("emoji", "chinese", "html"):
         assert cells(tables(at)[0], "unk") > 0
         assert any(w.startswith(translate("common.input.unknown_chars", lang, chars="")[:10]) for w in warnings)
-    assert len(at.get("plotly_chart")) == 5  # the embedding table, the four steps, the three views of its meaning
+    assert len(at.get("plotly_chart")) == 6  # the embedding table, the four steps, the three views of its meaning, BPE
 
 
 def test_html_text_reaches_the_axes_escaped(app):
@@ -175,7 +178,7 @@ def test_html_text_reaches_the_axes_escaped(app):
 def test_without_a_model_the_tokens_still_show(app, monkeypatch, tmp_path):
     monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
     at = open_tokens(app)
-    assert len(tables(at)) == 3 and not at.get("plotly_chart")
+    assert len(tables(at)) == 3 and [c.proto.id.endswith("-tokens.bpe_curve") for c in at.get("plotly_chart")] == [True]
     assert [i.value for i in at.info].count(translate("tokens.embed.no_model", "en")) == 2  # the steps, the meaning
 
 
@@ -286,7 +289,7 @@ def test_the_table_s_controls_reach_the_url_and_redraw_it(app):
     assert chart(at, "space_pairs")["layout"]["xaxis"]["ticktext"] == [",", "z", "?"]
     clean(at.multiselect(key="tokens.space_words").set_value(["z"]).run())
     assert translate("tokens.space.too_few", "en", units="characters") in [str(i.value) for i in at.info]
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 5
     clean(at.checkbox(key="tokens.space_specials").check().run())
     assert query(at, "tokens_space_specials") == "true"
     assert sum(len(trace["customdata"]) for trace in chart(at, "space_map")["data"]) == 49  # all 45 + 4 specials
@@ -324,7 +327,7 @@ def test_hostile_table_values_are_refused_with_a_toast(app, query_values):
     assert at.segmented_control(key="tokens.space_side").value == "source"
     assert at.selectbox(key="tokens.space_word").value == "a"
     assert at.multiselect(key="tokens.space_words").value == ["a", "b", "c"]
-    assert len(at.get("plotly_chart")) == 5
+    assert len(at.get("plotly_chart")) == 6
 
 
 TRANSLATION_MODELS = models.CHECKPOINT_DIR
@@ -351,3 +354,145 @@ def test_the_shipped_translation_tables(app, monkeypatch, lang):
     assert at.multiselect(key="tokens.space_words").value == ["猫", "狗", "苹", "果"]
     assert translate("tokens.space.characters", lang) in [str(c.value) for c in at.caption]
     assert query(at, "tokens_space_words") == "猫,狗,苹,果"
+
+
+# ------------------------------------------------------------------ byte-pair encoding (#32)
+
+
+def bpe_html(at: AppTest) -> dict[str, str]:
+    """The BPE section's HTML by part: the cut sentence (pieces), the comparison, the merges."""
+    bodies = [h.proto.body for h in at.get("html")]
+    marks = {"pieces": "tp-bpe-pieces", "compare": "T_bpe_compare", "merges": "T_bpe_merges"}
+    return {name: next((b for b in bodies if mark in b), "") for name, mark in marks.items()}
+
+
+def chips(pieces_html: str) -> list[list[str]]:
+    """The tokens of each line of the cut sentence (escaped as shown)."""
+    import re
+
+    lines = pieces_html.split('<div style="margin-bottom')[1:]
+    return [re.findall(r"<span[^>]*>([^<]*)</span>", line) for line in lines]
+
+
+@pytest.fixture(scope="module")
+def english_bpe():
+    from explain.bpe import learn_bpe
+
+    return learn_bpe("english")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_bpe_default_english_sentences_in_both_languages(app, english_bpe, lang):
+    at = open_tokens(app, lang=lang)
+    assert at.segmented_control(key="tokens.bpe_corpus").value == "english"
+    assert at.slider(key="tokens.bpe_merges").value == 100 and at.slider(key="tokens.bpe_merges").max == 300
+    assert at.text_input(key="tokens.bpe_sentence").value == "the happiest dogs ate the catfish ."
+    found = bpe_html(at)
+    characters, words, bpe = chips(found["pieces"])
+    assert len(characters) == len("the happiest dogs ate the catfish .") + 1 and characters[0] == "▁"
+    assert words == ["the", "&lt;unk&gt;", "dogs", "ate", "the", "&lt;unk&gt;", "."]  # happiest, catfish: unknown
+    assert "&lt;unk&gt;" not in bpe and bpe[0] == "▁the" and "▁cat" in bpe  # the unknown word in known pieces
+    assert escape(translate("tokens.bpe.cut_unknown", lang, count=2)) in found["pieces"]
+    compare_rows = numbers(found["compare"])
+    assert compare_rows == [[f"{english_bpe.vocab_sizes[0]:,}", f"{english_bpe.mean_pieces[0]:.1f}", "0", "36", "0"],
+                            [f"{len(english_bpe.words):,}", f"{english_bpe.mean_words:.1f}",
+                             str(english_bpe.unknown_words), "7", "2"],
+                            [f"{english_bpe.vocab_sizes[100]:,}", f"{english_bpe.mean_pieces[100]:.1f}", "0",
+                             str(len(bpe)), "0"]]
+    assert found["merges"].count("<tr>") == 1 + 100 and found["merges"].count(" special") == 3  # the 100th, marked
+    curve = chart(at, "bpe_curve")
+    np.testing.assert_array_equal(values(curve["data"][0]["y"]), english_bpe.vocab_sizes)
+    np.testing.assert_allclose(values(curve["data"][2]["y"]), english_bpe.mean_pieces)
+    assert curve["data"][1]["x"] == [100] and curve["data"][3]["x"] == [100]
+    assert curve["layout"]["annotations"][0]["text"] == translate("tokens.bpe.chart_vocab", lang)
+    assert query(at, "tokens_bpe_corpus") == "english" and query(at, "tokens_bpe_merges") == "100"
+
+
+def test_bpe_slider_and_sentence_reach_the_url_and_redraw(app):
+    at = open_tokens(app)
+    clean(at.slider(key="tokens.bpe_merges").set_value(0).run())
+    assert query(at, "tokens_bpe_merges") == "0"
+    characters, _, bpe = chips(bpe_html(at)["pieces"])
+    assert bpe == characters and chart(at, "bpe_curve")["data"][1]["x"] == [0]
+    assert translate("tokens.bpe.no_merges_yet", "en") in [str(c.value) for c in at.caption]
+    clean(at.slider(key="tokens.bpe_merges").set_value(300).run())
+    clean(at.text_input(key="tokens.bpe_sentence").input("The Catfish!").run())
+    assert query(at, "tokens_bpe_sentence") == "The Catfish!"
+    read_as = translate("tokens.bpe.normalized_english", "en", text="the catfish \\!")  # as markdown_literal writes it
+    assert read_as in [str(c.value) for c in at.caption]
+    _, words, bpe = chips(bpe_html(at)["pieces"])
+    assert words == ["the", "&lt;unk&gt;", "&lt;unk&gt;"]  # the grammar writes no "!"
+    assert bpe[:2] == ["▁the", "▁cat"] and bpe[-1] == "&lt;unk&gt;"  # catfish in pieces; "!" a character never seen
+
+
+def test_bpe_sentence_follows_the_corpus_until_typed(app):
+    at = open_tokens(app)
+    clean(at.segmented_control(key="tokens.bpe_corpus").set_value("chinese").run())
+    assert query(at, "tokens_bpe_corpus") == "chinese"
+    assert at.text_input(key="tokens.bpe_sentence").value == "小猫明天早上在公园里喝牛奶。"
+    assert at.slider(key="tokens.bpe_merges").value == 100
+    clean(at.text_input(key="tokens.bpe_sentence").input("猫吃鱼").run())
+    clean(at.segmented_control(key="tokens.bpe_corpus").set_value("typed").run())
+    assert at.text_input(key="tokens.bpe_sentence").value == "猫吃鱼"  # typed: it stays
+    assert at.slider(key="tokens.bpe_merges").value == at.slider(key="tokens.bpe_merges").max  # fewer merges here
+    assert numbers(bpe_html(at)["compare"])[0][-1] == "3"  # 猫, 吃, 鱼: characters Sennrich's words never had
+
+
+def test_bpe_chinese_and_typed_text_via_the_url(app):
+    at = open_tokens(app, tokens_bpe_corpus="chinese", tokens_bpe_merges="300")
+    assert at.slider(key="tokens.bpe_merges").value == 300
+    assert at.text_input(key="tokens.bpe_sentence").value == "小猫明天早上在公园里喝牛奶。"  # the corpus's default
+    rows = chips(bpe_html(at)["pieces"])
+    assert len(rows) == 2 and "明天早上" in rows[1]  # no word row: Chinese writes no spaces
+    assert len(numbers(bpe_html(at)["compare"])) == 2
+    assert translate("tokens.bpe.compare_caption_chinese", "en") in [str(c.value) for c in at.caption]
+    at = open_tokens(app, tokens_bpe_corpus="typed", tokens_bpe_sentence="lowest")
+    assert at.text_area(key="tokens.bpe_text").value.startswith("low low low low low\nlower lower")
+    k = at.slider(key="tokens.bpe_merges").value
+    assert k == at.slider(key="tokens.bpe_merges").max < 100  # Sennrich's example has few pairs to merge
+    assert chips(bpe_html(at)["pieces"])[2] == ["▁low", "est"]
+    assert numbers(bpe_html(at)["merges"])[:2] == [["e", "s", "es"], ["es", "t", "est"]]
+
+
+def test_bpe_typed_text_too_short_or_empty(app):
+    at = open_tokens(app, tokens_bpe_corpus="typed", tokens_bpe_text="abc xyz")
+    assert translate("tokens.bpe.nothing_to_merge", "en") in [str(i.value) for i in at.info]
+    assert "tokens.bpe_merges" not in [s.key for s in at.slider]  # no merge to pick
+    clean(at.text_area(key="tokens.bpe_text").input("   \n  ").run())
+    assert translate("tokens.bpe.text_empty", "en") in [str(w.value) for w in at.warning]
+    assert not bpe_html(at)["pieces"] and not at.exception
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_bpe_hostile_text_is_shown_as_text(app, lang):
+    hostile = "<script>alert(1)</script> <b>x</b> 👍🏽"
+    at = open_tokens(app, lang=lang, tokens_bpe_corpus="typed", tokens_bpe_text=hostile + "\n" + hostile,
+                     tokens_bpe_sentence=hostile + " é")
+    found = bpe_html(at)
+    assert "<script>" not in found["pieces"] + found["merges"] and "<b>" not in found["pieces"] + found["merges"]
+    assert "▁&lt;script&gt;alert(1)&lt;/script&gt;" in numbers(found["merges"])[-1]  # a line seen twice: one piece
+    assert numbers(found["compare"])[-1][-1] == "1"  # é: the one character the text never had
+    assert not at.exception
+
+
+@pytest.mark.parametrize("query_values", [
+    {"tokens_bpe_corpus": "french"},
+    {"tokens_bpe_merges": "301"},
+    {"tokens_bpe_merges": "-1"},
+    {"tokens_bpe_merges": "ten"},
+    {"tokens_bpe_sentence": "x" * 500},
+    {"tokens_bpe_sentence": "a\x00b"},
+])
+def test_hostile_bpe_values_are_refused_with_a_toast(app, query_values):
+    at = open_tokens(app, **query_values)
+    assert len(at.toast) == 1 and not at.exception
+    assert at.segmented_control(key="tokens.bpe_corpus").value == "english"
+    assert at.slider(key="tokens.bpe_merges").value == 100
+    assert at.text_input(key="tokens.bpe_sentence").value == "the happiest dogs ate the catfish ."
+    assert len(at.get("plotly_chart")) == 6
+
+
+def test_a_too_long_typed_text_in_the_url_is_refused(app):
+    at = open_tokens(app, tokens_bpe_corpus="typed", tokens_bpe_text="y" * 5000)
+    assert len(at.toast) == 1 and not at.exception
+    assert at.text_area(key="tokens.bpe_text").value.startswith("low low")  # the default text instead

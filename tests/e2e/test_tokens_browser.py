@@ -144,3 +144,33 @@ def test_what_an_embedding_means_a_word_and_the_other_table(page, wait_for_app, 
     expect(charts(p, "tokens.space_pairs")).to_have_count(1)
     assert p.evaluate("() => document.documentElement.scrollWidth") <= p.viewport_size["width"]
     assert p.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_byte_pair_encoding_renders_its_slider_cuts_again_and_fits_a_phone(page, wait_for_app, screenshot, lang):
+    """#32: BPE learnt on the grammar's English sentences; the merges slider moved in the browser cuts the
+    sentence again (one merge more: ?tokens_bpe_merges=101); 中文 on a phone, where nothing may widen the page."""
+    phone = lang == "zh"
+    p = page(f"/tokens?model=copy&lang={lang}", phone=phone)
+    pieces = p.locator(".tp-bpe-pieces")
+    expect(pieces).to_have_count(1)
+    expect(charts(p, "tokens.bpe_curve")).to_have_count(1)
+    expect(pieces).to_contain_text(translate("tokens.bpe.cut_bpe", lang, k=100, n=19))
+    expect(pieces.locator("span", has_text="<unk>")).to_have_count(2)  # whole words: happiest, catfish
+    expect(p.locator("table#T_bpe_compare tbody tr")).to_have_count(3)  # characters, words, BPE
+    slider = widget(p, "tokens.bpe_merges").get_by_role("slider")
+    slider.focus()
+    slider.press("ArrowRight")
+    wait_for_url(p, wait_for_app, r"[?&]tokens_bpe_merges=101(&|$)")
+    expect(pieces).to_contain_text(translate("tokens.bpe.cut_bpe", lang, k=101, n="§").split("§")[0])
+    expect(p.locator("table#T_bpe_merges tbody tr")).to_have_count(101)
+    box = widget(p, "tokens.bpe_sentence").locator("input")
+    box.fill("the catfish ate lowest apples .")
+    box.press("Enter")
+    wait_for_url(p, wait_for_app, "tokens_bpe_sentence=the")
+    expect(pieces.locator("span", has_text="<unk>")).to_have_count(2)  # catfish, lowest: words only
+    charts(p, "tokens.bpe_curve").scroll_into_view_if_needed()
+    pieces.scroll_into_view_if_needed()
+    screenshot(p, f"tokens_bpe_{lang}{'_phone' if phone else ''}")
+    assert p.evaluate("() => document.documentElement.scrollWidth") <= p.viewport_size["width"]
+    assert p.locator(EXCEPTION).count() == 0
