@@ -18,8 +18,8 @@ VIEWS = (  # every page, and the sections of a page that draw something else
     "/attention?attention_view=stats", "/attention?attention_view=ablation", "/decoding", "/decoding?decoding_view=compare",
     "/decoding?decoding_view=forcing", "/training",
     "/feed-forward", "/feed-forward?feed_forward_view=position", "/feed-forward?feed_forward_view=params", "/residual-stream",
-    "/residual-stream?residual_stream_view=off", "/layer-norm", "/output-and-loss", "/output-and-loss?output_and_loss_view=seed",
-    "/output-and-loss?output_and_loss_view=loss", "/output-and-loss?output_and_loss_view=smoothing", "/bleu", "/bleu?bleu_view=worked",
+    "/residual-stream?residual_stream_view=off", "/residual-stream?residual_stream_view=dropout", "/layer-norm", "/output-and-loss", "/output-and-loss?output_and_loss_view=seed",
+    "/output-and-loss?output_and_loss_view=loss", "/output-and-loss?output_and_loss_view=smoothing", "/bleu", "/bleu?bleu_view=worked", "/bleu?bleu_view=int8",
     "/attention-cost", "/paper-vs-code", "/paper-vs-code?paper_vs_code_row=shared_layer",
 )
 MARKUP = re.compile(r"\*\*|\$|\\|`|:material/")
