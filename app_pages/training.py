@@ -373,6 +373,18 @@ def probe(snap: ts.RunSnapshot) -> None:
                 pattern, score = scored
                 st.caption(t(f"training.probe.score_{pattern}", score=f"{score:.2f}", uniform=f"{1 / S:.2f}"))
     st.caption(t(f"training.probe.expect_{task}"))
+    alignment = charts.probe_alignment(task, source, snap.probes)
+    if alignment is not None:
+        alignment_over_steps(alignment)
+
+
+def alignment_over_steps(found: charts.ProbeAlignment) -> None:
+    """How much of the best head's weight lies on the words each output token translates, probe by probe."""
+    st.markdown(f"**{t('training.probe.align_heading')}**")
+    charts.alignment_chart(found)
+    layer, head = np.unravel_index(int(np.nanargmax(found.last_scores)), found.last_scores.shape)
+    st.caption(t("training.probe.align_caption", score=f"{found.best[-1]:.0%}", layer=int(layer) + 1,
+                 head=int(head) + 1, chance=f"{found.chance:.0%}"))
 
 
 def chosen_snapshot(snap: ts.RunSnapshot):

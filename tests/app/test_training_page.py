@@ -288,6 +288,36 @@ def test_a_finished_run_offers_samples_use_and_download(app):
     # outside the session; the browser test walks to another page with it.)
 
 
+def aligned(chart) -> bool:
+    """Whether a Vega-Lite chart draws the probe's alignment (its ``align`` dataset)."""
+    return json.loads(chart.proto.spec).get("layer", [{}])[0].get("data", {}).get("name") == "align"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_translation_run_plots_its_best_heads_alignment_over_the_steps(app, lang):
+    """#31 (alignment): on Training, attention learning to align, live: the probe's best head against the grammar's
+    gold alignment at every snapshot, with chance as a rule."""
+    at = open_training(app, lang=lang, training_task="en-zh", training_steps="10")
+    clean(at.button(key="training.start").click().run())
+    done = translate("training.run.finished_step_cap", lang, step=10)
+    at = rerun_until(at, lambda a: done in texts(a.success))
+    snap = at.session_state[ts._STATE_KEY].snapshot()
+    found = training_charts.probe_alignment("en-zh", training_charts.probe_source_text("en-zh", snap.probe_src_tokens),
+                                            snap.probes)
+    assert found is not None and found.steps == [p.step for p in snap.probes] and 0 < found.chance < 1
+    spec = next(json.loads(c.proto.spec) for c in charts(at) if aligned(c))
+    assert translate("training.probe.align_series", lang) in json.dumps(spec, ensure_ascii=False)
+    caption = next(c for c in texts(at.caption) if f"{found.best[-1]:.0%}" in c and f"{found.chance:.0%}" in c)
+    assert caption and not at.exception
+
+
+def test_a_task_without_a_gold_alignment_draws_no_alignment_chart(app):
+    at = open_training(app, training_task="dates", training_steps="5")
+    clean(at.button(key="training.start").click().run())
+    at = rerun_until(at, lambda a: translate("training.run.finished_step_cap", "en", step=5) in texts(a.success))
+    assert not any(aligned(c) for c in charts(at)) and not at.exception
+
+
 def test_a_run_waits_in_the_queue_when_the_slots_are_full(app, monkeypatch):
     monkeypatch.setenv(ts.ENV_MAX_RUNS, "1")
     ts.shared_slots.clear()

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import numpy as np
 import pytest
 from streamlit.runtime.caching import cache_resource_api
 from streamlit.testing.v1 import AppTest
@@ -485,3 +486,23 @@ def test_only_a_pause_of_a_live_run_leaves_the_page_as_it_was_drawn():
     assert redraws_page("idle", "queued") and redraws_page("finished", "running")  # Start, the cheating experiment
     assert redraws_page("running", "finished") and redraws_page("paused", "finished")  # Stop
     assert redraws_page("paused", "idle")  # Reset
+
+
+def test_the_probes_alignment_scores_every_snapshot_against_the_gold_alignment():
+    """#31: the best head's weight on the aligned source tokens at every probe; None without a gold alignment."""
+    from explain.alignment import gold_cells, task_alignment
+    from model.training import ProbeAttention
+
+    source = "hello"
+    gold = task_alignment("reverse", source)
+    T, S = len(gold.target) + 1, len(gold.source)
+    perfect = np.zeros((1, 2, T, S))
+    perfect[0, 1, :-1] = gold_cells(gold.links, T, S)[:-1]  # head 2 follows the anti-diagonal exactly
+    perfect[0, 1, -1] = 1 / S
+    perfect[0, 0] = 1 / S  # head 1 spreads evenly
+    probes = [ProbeAttention(1, np.full((1, 2, T, S), 1 / S).tolist(), ""), ProbeAttention(5, perfect.tolist(), "")]
+    found = charts.probe_alignment("reverse", source, probes)
+    assert found.steps == [1, 5] and found.best[0] == pytest.approx(found.chance) and found.best[1] == pytest.approx(1.0)
+    assert np.unravel_index(int(np.nanargmax(found.last_scores)), found.last_scores.shape) == (0, 1)
+    assert charts.probe_alignment("dates", "2024-01-31", probes) is None
+    assert charts.probe_alignment("reverse", "hello world", probes) is None  # maps of another size

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import functools
 import html
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import streamlit as st
 
+from explain.alignment import gold_cells, head_alignment_scores, task_alignment, uniform_score
 from explain.paper_card import PAPER_D_MODEL, PAPER_STEPS, PAPER_WARMUP
 from figures import training as fig
 from model.schedule import noam_lr
 from model.tasks import get_task
-from model.training import MODEL_PRESETS, RunSnapshot, loss_floor, pattern_score
+from model.training import MODEL_PRESETS, ProbeAttention, RunSnapshot, loss_floor, pattern_score
 from ui.i18n import t
 
 PATTERNS = {"copy": "diagonal", "reverse": "anti"}  # the attention line a task's perfect answer follows
@@ -162,6 +164,45 @@ def _speed_chart(snap: RunSnapshot, this: str) -> None:
 def probe_source_text(task: str, tokens: list[str]) -> str:
     """The probe's source as it was typed: characters joined, words (a translation task's English) spaced."""
     return (" " if get_task(task).source_tokenizer().unit == "word" else "").join(tokens)
+
+
+@dataclass(frozen=True)
+class ProbeAlignment:
+    """The probe's cross-attention scored against its gold alignment (``explain.alignment``) at every probe:
+    ``steps``, the best head's score at each (``best``), the best head at the last one, and chance."""
+
+    steps: list[int]
+    best: list[float]
+    last_scores: np.ndarray  # (L, H) at the last probe
+    chance: float
+
+
+def probe_alignment(task: str, source: str, probes: Sequence[ProbeAttention]) -> ProbeAlignment | None:
+    """None for a task without a gold alignment or a probe whose maps do not match it in size."""
+    gold = task_alignment(task, source)
+    if gold is None or not probes:
+        return None
+    T, S = probes[0].weights().shape[-2:]
+    if S != len(gold.source) or T != len(gold.target) + 1:
+        return None
+    cells = gold_cells(gold.links, T, S)
+    if not cells.any():
+        return None
+    scores = [head_alignment_scores(p.weights(), cells) for p in probes]
+    return ProbeAlignment([p.step for p in probes], [float(np.nanmax(s)) for s in scores], scores[-1],
+                          uniform_score(cells))
+
+
+def alignment_chart(found: ProbeAlignment) -> None:
+    """The best head's alignment score over the steps, with chance as a dashed rule (updates in place)."""
+    best = t("training.probe.align_series")
+    spec = fig.line_spec("align", "score", x_title=t("training.chart.step"), y_title=t("training.probe.align_axis"),
+                         series=[best], y_format=".0%", y_domain=(0, 1), points=True)
+    table = pa.table({"step": pa.array(found.steps, type=pa.int64()), "score": pa.array(found.best, type=pa.float64()),
+                      "series": pa.array([best] * len(found.steps), type=pa.string())})
+    floor = fig.point_table(score=found.chance, label=t("training.probe.align_chance", chance=f"{found.chance:.0%}"))
+    st.vega_lite_chart(fig.with_datasets(fig.with_floor(spec, "chance", "score"), align=table, chance=floor),
+                       height=fig.CHART_HEIGHT, key="training.alignment_chart")
 
 
 def head_score(weights: np.ndarray, task: str) -> tuple[str, float] | None:
