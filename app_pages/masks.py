@@ -1,33 +1,46 @@
-"""Masks: which position may attend to which, and what switching a mask off does to real attention."""
+"""Masks: which position may attend to which, and what switching a mask off does to real attention;
+beyond the paper, sparse patterns that make attention cheaper (and what they break), and the masks of
+encoder-only and decoder-only models."""
 from typing import Sequence
 
+import pandas as pd
 import streamlit as st
 
-from explain.masks import (SELF_ATTENTION_KINDS, SHOWN_PADS, HeadMap, PairTokens, flipped, head_map, leak_share,
-                           mask_set,
-                           masked_attention, pair_tokens, row_steps, seed_example)
+from explain.masks import (PATTERNS, SELF_ATTENTION_KINDS, SHOWN_PADS, HeadMap, PairTokens, Pattern,
+                           RestrictedAnswers, family_masks, flipped, head_map, leak_share, mask_frame, mask_set,
+                           masked_attention, pair_tokens, pattern_view, restricted_answers, row_steps, seed_example)
 from explain.code import fully_masked_row
 from explain.tokens import fallback_tokenizer
 from figures.labels import display_token
-from figures.masks import attention_map, mask_matrix, row_bars, title_lines
+from figures.masks import attention_map, labelled_mask, mask_matrix, row_bars, title_lines
 from ui.cache import computed
 from ui.code_panel import code_panel, numbers
-from ui.i18n import t
+from ui.home_view import family_table
+from ui.i18n import current_lang, t
 from ui.nav import link
 from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.tour import stop
 from ui.url_state import BoolParam, ChoiceParam, IntParam, bind, clamp_state
-from ui.widgets import batch_input, model_batch, plot, sentence_picker
+from ui.widgets import batch_input, csv_download, model_batch, plot, sentence_picker
 from ui.exercise_panel import UseMine, exercise_panel
 
-SECTIONS = ("matrices", "printout", "effect", "row")
+BEYOND = ("sparse", "families")  # #32: beyond the paper's model
+SECTIONS = ("matrices", "printout", "effect", "row", *BEYOND)
 SECTION = ChoiceParam("masks_view", default="matrices", choices=SECTIONS)
 PADDING = BoolParam("masks_pad", default=True)
 LOOK_AHEAD = BoolParam("masks_ahead", default=True)
 KIND = ChoiceParam("masks_kind", default="decoder", choices=SELF_ATTENTION_KINDS)
 MATRICES = ("padding", "look_ahead", "combined")
 ROW_STEPS = ("raw", "masked", "weights")
+PATTERN = ChoiceParam("masks_pattern", default="window", choices=PATTERNS)
+RADIUS = IntParam("masks_radius", default=1, lo=0, hi=16)
+BLOCK = IntParam("masks_block", default=4, lo=1, hi=16)
+STRIDE = IntParam("masks_stride", default=4, lo=2, hi=16)
+GLOBALS = IntParam("masks_globals", default=1, lo=1, hi=8)
+SPARSE_DECODER = BoolParam("masks_sparse_decoder", default=False)
+PATTERN_SIZES = {"window": ("radius",), "block": ("block",), "strided": ("stride",), "global": ("globals", "radius")}
+SIZE_PARAMS = {"radius": RADIUS, "block": BLOCK, "stride": STRIDE, "globals": GLOBALS}
 
 
 def mask_switches() -> tuple[bool, bool]:
@@ -154,6 +167,151 @@ def mask_view(section: str, ckpt, pad_id: int, pair: PairTokens, layer: int, hea
                paper_rows=("mask_polarity", "neg_inf"))
 
 
+def mask_labels() -> dict[str, str]:
+    """The texts of a True/False matrix's cells, hover and axes."""
+    return dict(true_text=t("masks.matrices.true"), false_text=t("masks.matrices.false"),
+                true_short=t("masks.matrices.true_short"), false_short=t("masks.matrices.false_short"),
+                x_title=t("masks.key"), y_title=t("masks.query"), hover=t("masks.matrices.hover"))
+
+
+# ------------------------------------------------------------------ cheaper attention: sparse patterns (#32)
+
+
+def pattern_controls() -> Pattern:
+    """The pattern picker (``?masks_pattern=``) and the sliders of its sizes: the window's radius
+    (``?masks_radius=``), the block size (``?masks_block=``), the stride (``?masks_stride=``) and the number of
+    global tokens (``?masks_globals=``); a size the pattern does not read keeps its default."""
+    kind = st.segmented_control(t("masks.sparse.pattern"), PATTERNS, required=True,
+                                format_func=lambda k: t(f"masks.sparse.pattern_{k}"),
+                                key=bind(PATTERN, key="masks.pattern"))
+    sizes = {name: param.default for name, param in SIZE_PARAMS.items()}
+    for column, name in zip(st.columns(2), PATTERN_SIZES[kind]):
+        param = SIZE_PARAMS[name]
+        sizes[name] = column.slider(t(f"masks.sparse.{name}"), param.lo, param.hi,
+                                    key=bind(param, key=f"masks.{name}"), help=t(f"masks.sparse.{name}_help"))
+    return Pattern(kind, radius=sizes["radius"], block=sizes["block"], stride=sizes["stride"],
+                   n_global=sizes["globals"])
+
+
+def pattern_name(pattern: Pattern) -> str:
+    """The pattern with its sizes, e.g. "sliding window, r = 1"."""
+    return t(f"masks.sparse.name_{pattern.kind}", r=pattern.radius, b=pattern.block, s=pattern.stride,
+             g=pattern.n_global)
+
+
+def percent(part: int, whole: int) -> str:
+    return f"{part / whole:.0%}"
+
+
+def connect_note(connect: int | None, ckpt) -> str:
+    """How many encoder layers the pattern needs before every word has heard from every other."""
+    if connect is None:
+        return t("masks.sparse.connect_never")
+    if ckpt is None:
+        return t("masks.sparse.connect", layers=connect)
+    have = ckpt.model.config.n_layers
+    return t("masks.sparse.connect", layers=connect) + " " + t(
+        "masks.sparse.connect_enough" if connect <= have else "masks.sparse.connect_short", have=have)
+
+
+def answers_verdict(answers: RestrictedAnswers) -> str:
+    """Same answer (and how its probability moved) or where the two answers part."""
+    full, restricted = answers.full, answers.restricted
+    probs = dict(full=f"{full.probability:.3g}", restricted=f"{restricted.probability:.3g}")
+    position = answers.first_difference
+    if position is None:
+        return t("masks.sparse.same", **probs)
+    end = t("masks.sparse.end")
+
+    def token(answer) -> str:
+        return f"`{display_token(answer.tokens[position])}`" if position < len(answer.tokens) else end
+
+    return t("masks.sparse.differ", position=position + 1, full_token=token(full),
+             restricted_token=token(restricted), **probs)
+
+
+def answers_section(ckpt, sentence: str, pattern: Pattern) -> None:
+    """The chosen model's greedy answer with the full masks and with the pattern, and their probabilities."""
+    st.markdown(f"**{t('masks.sparse.model_heading')}**")
+    if ckpt is None:
+        st.info(t("masks.sparse.no_model"), icon=":material/info:")
+        return
+    st.markdown(t("masks.sparse.model_intro"))
+    decoder = st.toggle(t("masks.sparse.decoder_switch"), key=bind(SPARSE_DECODER, key="masks.sparse_decoder"),
+                        help=t("masks.sparse.decoder_help"))
+    answers = computed(restricted_answers, sentence, pattern, decoder, model=ckpt)
+    where = t("masks.sparse.where_both" if decoder else "masks.sparse.where_encoder")
+    rows = ((t("masks.sparse.full_mask"), answers.full), (f"{pattern_name(pattern)} ({where})", answers.restricted))
+    st.dataframe(pd.DataFrame({t("masks.sparse.col_mask"): [name for name, _ in rows],
+                               t("masks.sparse.col_answer"): [a.text for _, a in rows],
+                               t("masks.sparse.col_prob"): [f"{a.probability:.3g}" for _, a in rows]}),
+                 hide_index=True, key="masks.sparse.answers")
+    st.markdown(answers_verdict(answers))
+    st.caption(t("masks.sparse.answers_caption"))
+
+
+@fragment
+def sparse_view(ckpt, pair: PairTokens, sentence: str) -> None:
+    """The pattern picker, the pattern on this sentence (encoder: n × n; decoder: AND the look-ahead
+    mask) with the scores each computes, and what it does to the model's answer: its controls rerun only this."""
+    pattern = pattern_controls()
+    shown = pair.unpadded()
+    view = computed(pattern_view, pattern, len(shown.src_tokens), len(shown.tgt_tokens))
+    enc, dec = view.encoder_count, view.decoder_count
+    titles = (t("masks.sparse.encoder_title", cells=enc.cells, full=enc.full),
+              t("masks.sparse.decoder_title", cells=dec.causal_cells, causal=dec.causal))
+    room = title_lines(titles)
+    for column, mask, tokens, title, name in zip(st.columns(2), (view.encoder, view.decoder),
+                                                 (shown.src_tokens, shown.tgt_tokens), titles, ("encoder", "decoder")):
+        plot(labelled_mask(mask, tokens, tokens, title=title, title_room=room, **mask_labels()),
+             where=column, key=f"masks.sparse.{name}")
+    st.caption(t("masks.sparse.counts", n=enc.n, cells=enc.cells, full=enc.full, share=percent(enc.cells, enc.full),
+                 t=dec.n, dcells=dec.causal_cells, causal=dec.causal, dshare=percent(dec.causal_cells, dec.causal),
+                 dfull=dec.full, fshare=percent(dec.causal_cells, dec.full)))
+    st.markdown(connect_note(view.connect, ckpt))
+    csv_download("masks.sparse.csv", lambda: mask_frame(view.encoder, shown.src_tokens, shown.src_tokens).to_csv(),
+                 f"masks_{pattern.kind}.csv", "masks.sparse.download")
+    answers_section(ckpt, sentence, pattern)
+
+
+def sparse_section(ckpt, pair: PairTokens, sentence: str) -> None:
+    """Cheaper attention: what the paper's restricted self-attention and today's sparse patterns compute."""
+    st.markdown(t("masks.sparse.intro"))
+    link(stop("attention_cost"), t("masks.sparse.cost_link"), icon=":material/speed:")
+    sparse_view(ckpt, pair, sentence)
+
+
+# ------------------------------------------------------------------ the three families (#32)
+
+
+def families_section(pair: PairTokens) -> None:
+    """The mask each family uses for this sentence: encoder-decoder's three, encoder-only's one bidirectional
+    matrix, decoder-only's one causal matrix over source and answer; then which pages apply to each."""
+    shown = pair.unpadded()
+    masks = {(m.family, m.part): m for m in computed(family_masks, shown.src_tokens, shown.tgt_tokens)}
+    st.markdown(t("masks.families.intro"))
+
+    def draw(family: str, part: str, title: str, room: int, where) -> None:
+        m = masks[(family, part)]
+        plot(labelled_mask(m.mask, m.cols, m.rows, title=title, title_room=room, **mask_labels()), where=where,
+             key=f"masks.families.{family}.{part}")
+
+    st.markdown(f"**{t('masks.families.encoder_decoder.name')}.** {t('masks.families.encoder_decoder.body')}")
+    parts = ("encoder_self", "decoder_self", "cross")
+    titles = [t(f"masks.families.part.{part}") for part in parts]
+    for column, part, title in zip(st.columns(3), parts, titles):
+        draw("encoder_decoder", part, title, title_lines(titles), column)
+    singles = (("encoder_only", "bidirectional"), ("decoder_only", "causal"))
+    titles = [t(f"masks.families.part.{part}") for _, part in singles]
+    for column, (family, part), title in zip(st.columns(2), singles, titles):
+        column.markdown(f"**{t(f'masks.families.{family}.name')}.** {t(f'masks.families.{family}.body')}")
+        draw(family, part, title, title_lines(titles), column)
+    st.caption(t("masks.families.caption"))
+    st.markdown(f"**{t('masks.families.table_heading')}**")
+    st.markdown(family_table(current_lang()))
+    st.caption(t("masks.families.table_caption"))
+
+
 def layer_and_head(ckpt) -> tuple[int, int]:
     """The layer and head pickers (``?masks_layer=``, ``?masks_head=``), side by side."""
     n_layers, n_heads = ckpt.model.config.n_layers, ckpt.model.config.n_heads
@@ -225,7 +383,11 @@ with page("masks", formulas=FORMULAS, try_this="top") as ckpt:
                           tpads=pair.tgt_pads))
         elif section == "printout":
             st.markdown(t("masks.printout.intro", shown=SHOWN_PADS))
-        if not needs_model or ckpt is not None:
+        if section == "sparse":
+            sparse_section(ckpt, pair, sentences[index])
+        elif section == "families":
+            families_section(pair)
+        elif not needs_model or ckpt is not None:
             mask_view(section, ckpt, tokenizer.pad_id, pair, layer, head, kind, query)
         if section == "matrices":
             st.caption("  \n".join([t("masks.matrices.caption"), *crop_notes(pair)]))

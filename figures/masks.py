@@ -1,5 +1,6 @@
-"""The masks page's pictures: the mask matrices, a self-attention map with what its mask hid and let
-through, and one query row from scores to weights as three bar charts.
+"""The masks page's pictures: the mask matrices (square, or not: the families' cross-attention), a
+self-attention map with what its mask hid and let through, and one query row from scores to weights as
+three bar charts.
 
 Tokens are plotted at integer positions (:func:`figures.labels.axis_labels`); the marks on a map's
 cells are an outline of their region (:func:`figures.heatmap.cell_marks`), however many cells they mark.
@@ -122,6 +123,14 @@ def mask_matrix(mask: np.ndarray, tokens: Sequence[str], *, title: str, **labels
     its texts) that fits a narrow chart."""
     matrix = figures.heatmap.bool_matrix(mask, tokens, tokens, title=title, **labels)  # looked up at call time
     return fit_to_narrow(matrix, len(tokens), len(tokens))
+
+
+def labelled_mask(mask: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[str], *, title: str,
+                  title_room: int = 1, **labels) -> go.Figure:
+    """A (len(y_tokens), len(x_tokens)) mask, not necessarily square (cross-attention: decoder queries over
+    source keys), as a True/False matrix that fits a narrow chart; ``title_room`` as in :func:`fit_to_narrow`."""
+    matrix = figures.heatmap.bool_matrix(mask, x_tokens, y_tokens, title=title, **labels)
+    return fit_to_narrow(matrix, len(x_tokens), len(y_tokens), title_room)
 
 
 def map_height(n_tokens: int) -> int:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlencode
 
+from explain.masks import FAMILIES, FAMILY_PAGES
 from ui.i18n import translate
 from ui.tour import TOUR, stop
 
@@ -140,3 +141,19 @@ def map_html(lang: str) -> str:
         "</div>"
     )
 
+
+
+def family_table(lang: str) -> str:
+    """A markdown table of the app's pages (rows) and the three families (encoder-decoder, encoder-only,
+    decoder-only): ✓ where a page applies, — where it does not, a few words where a part of it does.
+    Shown on Home and on the Masks page's families section."""
+
+    def cell(value: str) -> str:
+        return {"yes": "✓", "no": "—"}.get(value) or translate(f"masks.families.note.{value}", lang)
+
+    names = [translate(f"masks.families.{family}.name", lang) for family in FAMILIES]
+    lines = ["| " + " | ".join([translate("masks.families.table_page", lang), *names]) + " |",
+             "|" + " --- |" * (len(FAMILIES) + 1)]
+    lines += ["| " + " | ".join([translate(stop(key).title_key, lang), *map(cell, values)]) + " |"
+              for key, values in FAMILY_PAGES]
+    return "\n".join(lines)

@@ -363,3 +363,138 @@ def test_why_a_mask_when_positions_give_the_order_is_asked_and_answered(app, lan
     assert question in shown and translate("masks.training.answer", lang) in shown
     assert shown.index(question) > shown.index(translate("masks.training.body", lang))  # after the experiment it explains
     assert not at.exception
+
+
+# ------------------------------------------------------------------ cheaper attention: sparse patterns (#32)
+
+
+def sparse_z(at: AppTest, side: str) -> np.ndarray:
+    return z_of(helpers.chart(at, f"masks.sparse.{side}"))
+
+
+def page_links(at: AppTest) -> list[tuple[str, str]]:
+    return [(link.proto.page.strip("/"), link.proto.query_string) for link in at.get("page_link")]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_sparse_section_draws_a_window_counts_its_scores_and_runs_the_model(app, lang):
+    """"hi!": 3 source tokens, 4 decoder inputs; a window of radius 1 keeps 7 of 9 and, with the look-ahead
+    mask, 7 of the causal 10 (the sentence alone: no <pad>)."""
+    at = open_masks(app, lang=lang, sent="2", masks_view="sparse")
+    assert at.segmented_control(key="masks.pattern").value == "window"
+    assert [s.key for s in at.slider] == ["masks.radius"] and at.slider(key="masks.radius").value == 1
+    np.testing.assert_array_equal(sparse_z(at, "encoder"), em.Pattern("window", radius=1).matrix(3))
+    np.testing.assert_array_equal(sparse_z(at, "decoder"), np.tril(em.Pattern("window", radius=1).matrix(4)))
+    title = helpers.chart(at, "masks.sparse.encoder")["layout"]["title"]["text"].replace("<br>", " ")
+    assert title == translate("masks.sparse.encoder_title", lang, cells=7, full=9)
+    counts = translate("masks.sparse.counts", lang, n=3, cells=7, full=9, share="78%", t=4, dcells=7, causal=10,
+                       dshare="70%", dfull=16, fshare="44%")
+    assert counts in captions(at)
+    assert translate("masks.sparse.connect", lang, layers=2) + " " + translate(
+        "masks.sparse.connect_enough", lang, have=N_LAYERS) in [m.value for m in at.markdown]
+    assert "attention-cost" in [page for page, _ in page_links(at)]
+    table = at.dataframe[0].value
+    assert list(table.columns) == [translate(f"masks.sparse.col_{c}", lang) for c in ("mask", "answer", "prob")]
+    assert table.iloc[0, 0] == translate("masks.sparse.full_mask", lang)
+    where = translate("masks.sparse.where_encoder", lang)
+    assert table.iloc[1, 0] == translate("masks.sparse.name_window", lang, r=1) + f" ({where})"
+    assert all(0 <= float(p) <= 1 for p in table.iloc[:, 2])
+    assert at.toggle(key="masks.sparse_decoder").value is False
+
+
+def test_the_answers_are_the_models_own(app, checkpoint_dir):
+    """The table's numbers are explain.masks.restricted_answers on the page's model and sentence."""
+    at = open_masks(app, sent="0", masks_view="sparse", masks_pattern="block", masks_block="2",
+                    masks_sparse_decoder="true")
+    ckpt = load_checkpoint(checkpoint_dir / "copy.pt", map_location="cpu")
+    expected = em.restricted_answers(ckpt, "hello world", em.Pattern("block", block=2), True)
+    table = at.dataframe[0].value
+    assert list(table.iloc[:, 1]) == [expected.full.text, expected.restricted.text]
+    assert list(table.iloc[:, 2]) == [f"{expected.full.probability:.3g}", f"{expected.restricted.probability:.3g}"]
+    assert table.iloc[1, 0].endswith(f"({text('sparse.where_both')})")
+    assert at.toggle(key="masks.sparse_decoder").value is True
+
+
+@pytest.mark.parametrize("pattern, sizes, sliders", [
+    ("window", {"masks_radius": "3"}, ["masks.radius"]),
+    ("block", {"masks_block": "4"}, ["masks.block"]),
+    ("strided", {"masks_stride": "3"}, ["masks.stride"]),
+    ("global", {"masks_globals": "2", "masks_radius": "0"}, ["masks.globals", "masks.radius"]),
+])
+def test_every_pattern_and_its_sizes_come_from_the_url(app, pattern, sizes, sliders):
+    at = open_masks(app, sent="0", masks_view="sparse", masks_pattern=pattern, **sizes)  # "hello world": 11 tokens
+    assert at.segmented_control(key="masks.pattern").value == pattern
+    assert [s.key for s in at.slider] == sliders
+    read = {name.removeprefix("masks_"): int(value) for name, value in sizes.items()}
+    expected = em.Pattern(pattern, radius=read.get("radius", 1), block=read.get("block", 4),
+                          stride=read.get("stride", 4), n_global=read.get("globals", 1)).matrix(11)
+    np.testing.assert_array_equal(sparse_z(at, "encoder"), expected)
+    cells = int(expected.sum())
+    title = helpers.chart(at, "masks.sparse.encoder")["layout"]["title"]["text"].replace("<br>", " ")
+    assert title == text("sparse.encoder_title", cells=cells, full=121)
+    assert not at.toast
+
+
+def test_moving_a_size_slider_redraws_the_pattern_and_writes_the_url(app):
+    at = open_masks(app, sent="0", masks_view="sparse")
+    before = sparse_z(at, "encoder")
+    clean(at.slider(key="masks.radius").set_value(3).run())
+    assert helpers.query(at, "masks_radius") == "3"
+    after = sparse_z(at, "encoder")
+    assert after.sum() > before.sum()
+    np.testing.assert_array_equal(after, em.Pattern("window", radius=3).matrix(11))
+    clean(at.segmented_control(key="masks.pattern").set_value("block").run())
+    assert helpers.query(at, "masks_pattern") == "block"
+    np.testing.assert_array_equal(sparse_z(at, "encoder"), em.Pattern("block", block=4).matrix(11))
+    assert text("sparse.connect_never") in [m.value for m in at.markdown]  # blocks of 4 never talk to each other
+
+
+@pytest.mark.parametrize("name, raw", [
+    ("masks_pattern", "<b>x</b>"), ("masks_pattern", "WINDOW"), ("masks_radius", "-1"), ("masks_radius", "99"),
+    ("masks_radius", "1.5"), ("masks_block", "0"), ("masks_stride", "1"), ("masks_globals", "abc"),
+    ("masks_sparse_decoder", "maybe"), ("masks_radius", "9" * 40),
+])
+def test_a_bad_sparse_value_in_the_url_falls_back_with_a_notice(app, name, raw):
+    pattern = {"masks_block": "block", "masks_stride": "strided", "masks_globals": "global"}.get(name, "window")
+    query = {"masks_pattern": pattern, name: raw} if name != "masks_pattern" else {name: raw}
+    at = open_masks(app, sent="2", masks_view="sparse", **query)
+    assert len(at.toast) == 1 and "masks" in str(at.toast[0].value)
+    assert at.segmented_control(key="masks.pattern").value == pattern
+    assert len(at.get("plotly_chart")) == 2 and len(at.dataframe) == 1
+
+
+def test_without_a_model_the_patterns_still_show(app, monkeypatch, tmp_path):
+    monkeypatch.setattr(models, "CHECKPOINT_DIR", tmp_path)
+    at = open_masks(app, masks_view="sparse")
+    assert len(at.get("plotly_chart")) == 2 and not at.dataframe
+    assert any(i.value == text("sparse.no_model") for i in at.info)
+    assert text("sparse.connect", layers=10) in [m.value for m in at.markdown]  # "hello world", r = 1: 10 hops
+
+
+# ------------------------------------------------------------------ the three families (#32)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_families_section_draws_each_familys_mask_and_the_table_of_pages(app, lang):
+    at = open_masks(app, lang=lang, sent="2", masks_view="families")  # "hi!": 3 source, <bos> + 3 decoder
+    shapes = {key: z_of(helpers.chart(at, f"masks.families.{key}")) for key in (
+        "encoder_decoder.encoder_self", "encoder_decoder.decoder_self", "encoder_decoder.cross",
+        "encoder_only.bidirectional", "decoder_only.causal")}
+    assert shapes["encoder_decoder.encoder_self"].shape == (3, 3) and shapes["encoder_decoder.encoder_self"].all()
+    np.testing.assert_array_equal(shapes["encoder_decoder.decoder_self"], np.tril(np.ones((4, 4))))
+    assert shapes["encoder_decoder.cross"].shape == (4, 3) and shapes["encoder_decoder.cross"].all()
+    assert shapes["encoder_only.bidirectional"].shape == (5, 5) and shapes["encoder_only.bidirectional"].all()
+    np.testing.assert_array_equal(shapes["decoder_only.causal"], np.tril(np.ones((7, 7))))
+    gpt = helpers.chart(at, "masks.families.decoder_only.causal")
+    assert ticks(gpt) == ["h", "i", "!", "&lt;sep&gt;", "h", "i", "!"]
+    shown = [m.value for m in at.markdown]
+    assert any(translate("masks.families.note.no_cross", lang) in m and m.startswith("| ") for m in shown)
+    assert translate("masks.families.table_caption", lang) in captions(at)
+    assert not at.main.toggle  # the padding / look-ahead switches belong to the other views
+
+
+def test_every_section_value_is_reachable_and_the_old_ones_still_work(app):
+    at = open_masks(app, sent="2")
+    for section, charts in (("sparse", 2), ("families", 5), ("matrices", 3)):
+        show(at, section)
+        assert len(at.get("plotly_chart")) == charts, section

@@ -5,6 +5,7 @@ a notice instead and the checks that need a model are skipped inside the test.
 """
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -202,3 +203,43 @@ def test_switching_the_language_twice_keeps_the_chosen_sentence_and_layer(page, 
         assert "sent=2" in p.url and "masks_layer=1" in p.url, (lang, p.url)  # the link's mask_layer, renamed
         expect(p.get_by_role("combobox", name=translate("tokens.sentence.pick", lang), exact=True)
                ).to_have_value(re.compile(r"^3\W+hi!$"))
+
+
+# The title of the n-th chart as text: its markup (bold, line breaks) and spaces taken out (a line may break
+# after CJK punctuation, where there was no space).
+CHART_TITLE = ("n => { const c = document.querySelectorAll('.js-plotly-plot')[n];"
+               " return c && c.layout.title.text.replace(/<[^>]*>|\\s/g, ''); }")
+
+
+def title_is(p, n: int, title: str) -> None:
+    """Wait until the n-th chart's title reads ``title`` (compared without spaces)."""
+    p.wait_for_function(f"({CHART_TITLE})({n}) === {json.dumps(''.join(title.split()))}")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_sparse_patterns_and_the_families_render_change_and_fit_a_phone(page, wait_for_app, screenshot, lang):
+    """#32: the sparse section draws the window for "hello world" (11 tokens: 31 of 121 scores); picking
+    Blocks redraws it (4 + 4 + 3: 41 of 121) and writes the URL; the model's answers are listed; at 390 px
+    this section and the families section fit the screen."""
+    p = page(f"/masks?model=copy&lang={lang}&sent=0&masks_view=sparse")
+    assert_page(p, lang)
+    wait_for_charts(p, 2)
+    title_is(p, 0, translate("masks.sparse.encoder_title", lang, cells=31, full=121))
+    if has_model(p, lang):  # the answers' table (a canvas: its cells are no text to find) under its switch
+        expect(p.get_by_text(translate("masks.sparse.decoder_switch", lang), exact=True)).to_be_visible()
+        expect(p.get_by_test_id("stDataFrame")).to_have_count(1)
+    screenshot(p, f"masks_sparse_window_{lang}")
+    p.get_by_role("radio", name=translate("masks.sparse.pattern_block", lang), exact=True).click()
+    wait_for_url(p, wait_for_app, "masks_pattern=block")
+    title_is(p, 0, translate("masks.sparse.encoder_title", lang, cells=41, full=121))
+    expect(p.get_by_text(translate("masks.sparse.connect_never", lang))).to_be_visible()
+    screenshot(p, f"masks_sparse_blocks_{lang}")
+    p.set_viewport_size(PHONE)
+    settle_charts(p, 2, PHONE["width"])
+    assert p.evaluate(LAYOUT_PROBLEMS) == [], lang
+    screenshot(p, f"masks_phone_sparse_{lang}")
+    show(p, wait_for_app, "families", lang)
+    settle_charts(p, 5, PHONE["width"])
+    assert p.evaluate(LAYOUT_PROBLEMS) == [], lang
+    screenshot(p, f"masks_phone_families_{lang}")
+    assert p.locator(EXCEPTION).count() == 0

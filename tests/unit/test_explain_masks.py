@@ -1,16 +1,24 @@
-"""explain.masks: the masks as the model builds them, and their effect on real attention."""
+"""explain.masks: the masks as the model builds them, and their effect on real attention; sparse patterns
+(model.masks' builders, their counts, the model's answers under them) and the three families' masks."""
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
 from explain import masks as em
 from explain.tokens import sentence_batch
+from model import decoding
+from model.masks import block_mask, global_window_mask, strided_mask, window_mask
 from model.tasks import DEFAULT_ALPHABET
 from model.tokenizer import CharTokenizer
+from model.trace import Trace
+from model.transformer import ForwardOptions
 from tests.untrained import untrained_checkpoint
+from ui.tour import TOUR
 
 
 @pytest.fixture(scope="module")
@@ -160,3 +168,200 @@ def test_row_steps_turn_minus_infinity_into_zero(ckpt):
     assert (steps.weights[2:] == 0).all() and steps.weights.sum() == pytest.approx(1.0)
     expected = np.exp(steps.raw[:2] - steps.raw[:2].max())
     np.testing.assert_allclose(steps.weights[:2], expected / expected.sum(), atol=1e-6)
+
+
+# ------------------------------------------------------------------ sparse patterns (#32)
+
+SIZES = (1, 2, 5, 12, 30)
+
+
+def brute(n: int, allowed) -> np.ndarray:
+    """The (n, n) mask written cell by cell from the pattern's definition."""
+    return np.array([[bool(allowed(i, j)) for j in range(n)] for i in range(n)])
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("k", (0, 1, 2, 3, 5, 40))
+def test_the_pattern_builders_match_their_definitions(n, k):
+    np.testing.assert_array_equal(window_mask(n, k).numpy(), brute(n, lambda i, j: abs(i - j) <= k))
+    b = max(k, 1)
+    np.testing.assert_array_equal(block_mask(n, b).numpy(), brute(n, lambda i, j: i // b == j // b))
+    s = max(k, 2)
+    np.testing.assert_array_equal(strided_mask(n, s).numpy(),
+                                  brute(n, lambda i, j: abs(i - j) < s or abs(i - j) % s == 0))
+    g = max(k, 1)
+    np.testing.assert_array_equal(global_window_mask(n, g, 1).numpy(),
+                                  brute(n, lambda i, j: abs(i - j) <= 1 or i < g or j < g))
+
+
+def window_cells(n: int, r: int) -> int:
+    """|i − j| ≤ r: the diagonal n, and 2(n − d) cells at each distance d = 1..r."""
+    r = min(r, n - 1)
+    return n * (2 * r + 1) - r * (r + 1)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("r", (0, 1, 3, 40))
+def test_a_window_computes_n_times_2r_plus_1_less_the_corners(n, r):
+    count = em.pattern_count(em.Pattern("window", radius=r), n)
+    assert count.cells == window_cells(n, r)
+    rr = min(r, n - 1)
+    assert count.causal_cells == n * (rr + 1) - rr * (rr + 1) // 2  # the lower half of the band
+    assert count.full == n * n and count.causal == n * (n + 1) // 2
+    if r >= n - 1:
+        assert count.cells == count.full and count.causal_cells == count.causal
+
+
+def test_the_worked_numbers_of_a_window():
+    """12 tokens, r = 2: 12·5 − 2·3 = 54 of 144 scores; under the look-ahead mask 12·3 − 3 = 33 of 78."""
+    count = em.pattern_count(em.Pattern("window", radius=2), 12)
+    assert (count.cells, count.full, count.causal_cells, count.causal) == (54, 144, 33, 78)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("b", (1, 3, 4, 12))
+def test_blocks_compute_the_sum_of_their_squares(n, b):
+    q, m = divmod(n, b)
+    count = em.pattern_count(em.Pattern("block", block=b), n)
+    assert count.cells == q * b * b + m * m
+    assert count.causal_cells == q * b * (b + 1) // 2 + m * (m + 1) // 2
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("s", (2, 3, 5))
+def test_strided_counts_each_kept_distance_twice(n, s):
+    kept = [d for d in range(1, n) if d < s or d % s == 0]
+    count = em.pattern_count(em.Pattern("strided", stride=s), n)
+    assert count.cells == n + 2 * sum(n - d for d in kept)
+    assert count.causal_cells == n + sum(n - d for d in kept)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("g", (1, 2, 8))
+@pytest.mark.parametrize("r", (0, 1, 3))
+def test_global_tokens_add_their_rows_and_columns_to_the_window(n, g, r):
+    g_in = min(g, n)
+    rest = n - g_in
+    expected = 2 * g_in * n - g_in * g_in + (window_cells(rest, r) if rest else 0)
+    causal = sum(i + 1 if i < g_in else g_in + min(r, i - g_in) + 1 for i in range(n))
+    count = em.pattern_count(em.Pattern("global", radius=r, n_global=g), n)
+    assert (count.cells, count.causal_cells) == (expected, causal)
+
+
+def test_an_unknown_pattern_is_refused():
+    with pytest.raises(ValueError, match="Unknown pattern"):
+        em.Pattern("random")
+
+
+@pytest.mark.parametrize("n", (2, 7, 13))
+@pytest.mark.parametrize("r", (1, 2, 5))
+def test_a_window_needs_n_minus_1_over_r_layers_to_connect_every_pair(n, r):
+    """The paper's maximum path length of restricted self-attention, O(n/r): here exactly ⌈(n − 1)/r⌉."""
+    assert em.layers_to_connect(em.Pattern("window", radius=r).matrix(n), n) == -(-(n - 1) // r)
+
+
+def test_what_never_connects_and_what_connects_in_two_hops():
+    assert em.layers_to_connect(em.Pattern("window", radius=0).matrix(5), 5) is None
+    assert em.layers_to_connect(em.Pattern("block", block=4).matrix(9), 9) is None  # blocks never talk
+    assert em.layers_to_connect(em.Pattern("block", block=9).matrix(9), 9) == 1
+    assert em.layers_to_connect(em.Pattern("global", radius=0, n_global=1).matrix(9), 9) == 2  # via the global
+    assert em.layers_to_connect(em.Pattern("strided", stride=3).matrix(12), 12) == 2  # a jump of 3k, then a step
+    assert em.layers_to_connect(em.Pattern("strided", stride=3).matrix(4), 4) == 1
+    assert em.layers_to_connect(em.Pattern("window", radius=1).matrix(9), 3) is None  # 8 hops, 3 allowed
+
+
+def test_pattern_view_draws_the_encoder_pattern_and_the_decoder_pattern_under_the_look_ahead_mask():
+    pattern = em.Pattern("window", radius=1)
+    view = em.pattern_view(pattern, 4, 5)
+    np.testing.assert_array_equal(view.encoder, brute(4, lambda i, j: abs(i - j) <= 1))
+    np.testing.assert_array_equal(view.decoder, brute(5, lambda i, j: 0 <= i - j <= 1))
+    assert (view.encoder_count.cells, view.decoder_count.causal_cells, view.connect) == (10, 9, 3)
+    frame = em.mask_frame(view.encoder, ("a", "b", "c", "d"), ("a", "b", "c", "d"))
+    assert frame.values.tolist()[0] == [1, 1, 0, 0] and list(frame.index) == ["a", "b", "c", "d"]
+
+
+def test_the_pattern_enters_the_encoders_self_attention_exactly(ckpt):
+    """AND-ed into the mask, every weight outside the pattern is exactly 0 and each row still sums to 1."""
+    pattern = em.Pattern("window", radius=1)
+    src = torch.tensor([ckpt.tokenizer.encode("hello there")])
+    trace = Trace(replace={"attention": em._restricted_attention(pattern)})
+    with torch.inference_mode():
+        ckpt.model.encode(src, ForwardOptions(), trace)
+    allowed = pattern.matrix(src.size(1))
+    for layer in range(ckpt.model.config.n_layers):
+        weights = trace[f"encoder.{layer}.self_attn.weights"][0].numpy()  # (H, S, S)
+        assert (weights[:, ~allowed] == 0).all() and (weights[:, allowed] > 0).all()
+        np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-6)
+
+
+def test_the_decoder_keeps_the_look_ahead_mask_under_a_pattern(ckpt):
+    pattern = em.Pattern("strided", stride=2)
+    build = em._restricted_look_ahead(pattern)
+    np.testing.assert_array_equal(build(6).numpy(), np.tril(pattern.matrix(6)))
+    src = torch.tensor([ckpt.tokenizer.encode("abc")])
+    tgt = torch.tensor([ckpt.tokenizer.encode("abcdef", add_bos=True)])
+    trace = Trace(replace={"look_ahead_mask": build})
+    with torch.inference_mode():
+        ckpt.model.decode(tgt, ckpt.model.encode(src), ForwardOptions(), trace)
+    weights = trace["decoder.0.self_attn.weights"][0].numpy()
+    assert (weights[:, ~np.tril(pattern.matrix(tgt.size(1)))] == 0).all()
+
+
+def test_greedy_with_the_full_mask_is_the_models_own_greedy_decoding(ckpt):
+    answer = em.greedy_answer(ckpt, "hello")
+    src = ckpt.tokenizer.encode("hello")
+    own = decoding.greedy_decode(ckpt.model, src, max_len=decoding.decode_bound(len(src), ckpt.model.config.max_len))
+    assert answer.tokens == tuple(ckpt.tokenizer.token_strings(own.tokens))
+    assert math.isclose(answer.probability, float(np.exp(own.score)), rel_tol=1e-5)
+    assert answer.finished == own.finished
+
+
+def test_a_window_wider_than_the_sentence_changes_nothing_and_a_narrow_one_does(ckpt):
+    wide = em.restricted_answers(ckpt, "hello", em.Pattern("window", radius=64), True)
+    assert wide.restricted.tokens == wide.full.tokens and wide.first_difference is None
+    assert math.isclose(wide.restricted.probability, wide.full.probability, rel_tol=1e-5)
+    narrow = em.restricted_answers(ckpt, "hello world", em.Pattern("window", radius=0), True)
+    assert not math.isclose(narrow.restricted.probability, narrow.full.probability, rel_tol=1e-3)
+
+
+def test_where_two_answers_part():
+    def answer(*tokens: str, finished: bool = True) -> em.Answer:
+        return em.Answer(tokens, "".join(tokens), 0.5, finished)
+
+    assert em.RestrictedAnswers(answer("a", "b"), answer("a", "b")).first_difference is None
+    assert em.RestrictedAnswers(answer("a", "b"), answer("a", "c")).first_difference == 1
+    assert em.RestrictedAnswers(answer("a", "b"), answer("a", "b", "b")).first_difference == 2
+    assert em.RestrictedAnswers(answer("a"), answer("a", finished=False)).first_difference == 1
+
+
+# ------------------------------------------------------------------ the three families (#32)
+
+
+def test_each_family_uses_its_own_mask_for_one_sentence():
+    src, tgt = ("h", "i", "!"), ("<bos>", "h", "i", "!")
+    masks = {(m.family, m.part): m for m in em.family_masks(src, tgt)}
+    assert [m.family for m in masks.values()] == [*["encoder_decoder"] * 3, "encoder_only", "decoder_only"]
+    enc, dec, cross = (masks[("encoder_decoder", p)] for p in ("encoder_self", "decoder_self", "cross"))
+    assert enc.mask.shape == (3, 3) and enc.mask.all()  # padding only, and one sentence has no <pad>
+    np.testing.assert_array_equal(dec.mask, np.tril(np.ones((4, 4), bool)))
+    assert cross.mask.shape == (4, 3) and cross.mask.all() and cross.rows == tgt and cross.cols == src
+    bert = masks[("encoder_only", "bidirectional")]
+    assert bert.rows == ("[CLS]", "h", "i", "!", "[SEP]") and bert.mask.shape == (5, 5) and bert.mask.all()
+    gpt = masks[("decoder_only", "causal")]
+    assert gpt.rows == gpt.cols == ("h", "i", "!", "<sep>", "h", "i", "!")
+    np.testing.assert_array_equal(gpt.mask, np.tril(np.ones((7, 7), bool)))
+    assert not gpt.mask[0, 1]  # even a source word cannot see the next source word
+
+
+def test_the_family_table_names_real_pages_and_known_notes():
+    keys = {s.key for s in TOUR}
+    for page, values in em.FAMILY_PAGES:
+        assert page in keys and len(values) == len(em.FAMILIES)
+    assert dict(em.FAMILY_PAGES)["attention"] == ("yes", "no_cross", "no_cross")
+    assert dict(em.FAMILY_PAGES)["decoding"][1] == "no"  # an encoder-only model writes no text
+
+
+def test_unpadded_drops_the_padding_of_both_sides():
+    pair = em.PairTokens(("h", "i", "<pad>"), ("<bos>", "h", "i", "<pad>"), (5, 6, 0), (1, 5, 6, 0), 1, 1)
+    alone = pair.unpadded()
+    assert alone.src_tokens == ("h", "i") and alone.tgt_ids == (1, 5, 6) and alone.src_pads == alone.tgt_pads == 0

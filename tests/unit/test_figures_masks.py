@@ -223,3 +223,17 @@ def test_chinese_beside_special_tokens_is_written_across_and_staggered():
         for i, (line, _, right) in enumerate(spans):
             same_line = [left for other, left, _ in spans[i + 1:] if other == line]
             assert all(left >= right for left in same_line), (tokens[i], axis.ticktext)
+
+
+def test_a_labelled_mask_may_be_rectangular_and_says_true_or_false_in_its_cells():
+    """Cross-attention's mask: 4 decoder queries (rows) over 3 source keys (columns)."""
+    mask = np.tril(np.ones((4, 3), bool))
+    fig = fm.labelled_mask(mask, ("a", "b", "c"), ("<bos>", "a", "b", "c"), title="Cross-attention",
+                           true_text="True", false_text="False", x_title="key", y_title="query", title_room=2)
+    trace = fig.data[0]
+    assert np.asarray(trace.z).shape == (4, 3)
+    np.testing.assert_array_equal(np.asarray(trace.z), mask.astype(int))
+    assert trace.text[0][1] == "False" and trace.text[3][2] == "True"
+    assert len(fig.layout.xaxis.tickvals) == 3 and len(fig.layout.yaxis.tickvals) == 4
+    one_line = fm.labelled_mask(mask, ("a", "b", "c"), ("<bos>", "a", "b", "c"), title="Cross-attention")
+    assert fig.layout.margin.t > one_line.layout.margin.t  # room for a second title line beside a longer title

@@ -57,3 +57,21 @@ def test_the_decoder_residual_arrows_open_the_decoder_stack(lang):
                         re.DOTALL)
     assert sorted(arrows) == sorted([("residual_stream_stack=encoder", "230")] * 2
                                     + [("residual_stream_stack=decoder", "560")] * 3)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_family_table_lists_the_pages_and_the_three_families(lang):
+    """#32: which pages apply to encoder-decoder, encoder-only and decoder-only models, in ``lang``."""
+    from explain.masks import FAMILIES, FAMILY_PAGES
+    from ui.tour import stop
+
+    lines = home_view.family_table(lang).splitlines()
+    assert len(lines) == 2 + len(FAMILY_PAGES)
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    assert header == [translate("masks.families.table_page", lang),
+                      *(translate(f"masks.families.{family}.name", lang) for family in FAMILIES)]
+    rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip("|").split("|")] for line in lines[2:])}
+    no_cross = translate("masks.families.note.no_cross", lang)
+    assert rows[translate(stop("attention").title_key, lang)] == ["✓", no_cross, no_cross]
+    assert rows[translate(stop("decoding").title_key, lang)] == ["✓", "—", "✓"]
+    assert all(len(cells) == len(FAMILIES) for cells in rows.values())
