@@ -128,6 +128,7 @@ EN_ZH = ("the cat ate two apples in the garden yesterday .", "did you see the do
 EN_ZH_BATCH, EN_ZH_SHORTER = "\n".join(EN_ZH), f"{EN_ZH[0]}\n{EN_ZH[2]}"
 EN_ZH_FIRST, EN_ZH_THIRD = f"1: {EN_ZH[0]}", f"3: {EN_ZH[2]}"
 MASK_SWITCHES, MASKS_FIRST = "Masks on (click to switch one off or on)", "The masks of this sentence"
+MASKS_SPARSE = (choose("Show", "Cheaper attention: sparse patterns"),)
 MASKS_EFFECT = (choose("Show", "What the masks do to the model's attention"),)
 MASKS_COPY = "/masks?lang=en&model=copy"
 LOOK_AHEAD_EXERCISE = (expander("Write it yourself · Look-ahead mask"), select("Load a common mistake", "polarity reversed"))
@@ -165,6 +166,12 @@ ROWS: list[Row] = [
     pick("Show", MASKS_FIRST, "The same masks as PyTorch prints them", MASKS, "masks:section-printout"),
     pick("Show", MASKS_FIRST, "What the masks do to the model's attention", MASKS, "masks:section-effect"),
     pick("Show", MASKS_FIRST, "One row, step by step", MASKS, "masks:section-row"),
+    pick("Show", MASKS_FIRST, "Cheaper attention: sparse patterns", MASKS, "masks:section-sparse"),
+    pick("Show", MASKS_FIRST, "Encoder-only and decoder-only", MASKS, "masks:section-families"),
+    pick("Pattern", "Sliding window", "Blocks", MASKS, "masks:sparse-pattern", MASKS_SPARSE),
+    arrows("Window radius r", MASKS, "masks:sparse-radius", MASKS_SPARSE),
+    flip(toggle("Also in the decoder's self-attention"), MASKS, "masks:sparse-decoder", MASKS_SPARSE),
+    flip(expander("Encoder-only and decoder-only models"), HOME, "home:families"),
     Row("masks:layer", MASKS, select("Layer", "layer 2 of 3"), select("Layer", "layer 1 of 3"), MASKS_EFFECT),
     Row("masks:head", MASKS, select("Head", "head 2 of 4"), select("Head", "head 1 of 4"), MASKS_EFFECT),
     flip(switch("Padding mask"), MASKS, "masks:effect-padding", MASKS_EFFECT),

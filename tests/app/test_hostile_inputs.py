@@ -151,8 +151,12 @@ SETTINGS = [
     ), context={"masks_view": "row"}),  # the section that reads every one of them
     Settings("masks_view", "app_pages/masks.py", (
         MODEL, SENT, BoolParam("masks_pad", True), BoolParam("masks_ahead", True),
-        ChoiceParam("masks_view", "matrices", choices=("matrices", "printout", "effect", "row")),
+        ChoiceParam("masks_view", "matrices", choices=("matrices", "printout", "effect", "row", "sparse", "families")),
     )),
+    Settings("masks_sparse", "app_pages/masks.py", (
+        MODEL, SENT, ChoiceParam("masks_pattern", "window", choices=em.PATTERNS), IntParam("masks_radius", 1, lo=0, hi=16),
+        BoolParam("masks_sparse_decoder", False),
+    ), context={"masks_view": "sparse"}),
     Settings("positional_encoding", "app_pages/positional_encoding.py", (
         MODEL, IntParam("positional_encoding_d", 64, lo=2, hi=256, step=2), IntParam("positional_encoding_len", 50, lo=2, hi=128),
         ChoiceParam("positional_encoding_base", "10000", choices=pv.BASES), IntParam("positional_encoding_pair", 0, lo=0, hi=31),

@@ -13,7 +13,7 @@ from ui.i18n import LANGS
 
 PHONE = {"width": 390, "height": 844}
 VIEWS = (  # every page, and the sections of a page that draw something else
-    "/", "/tokens", "/masks", "/masks?masks_view=printout", "/masks?masks_view=effect", "/masks?masks_view=row",
+    "/", "/tokens", "/masks", "/masks?masks_view=printout", "/masks?masks_view=effect", "/masks?masks_view=row", "/masks?masks_view=sparse", "/masks?masks_view=families",
     "/positional-encoding", "/attention", "/attention?attention_view=heads", "/attention?attention_view=inside",
     "/attention?attention_view=stats", "/attention?attention_view=ablation", "/decoding", "/decoding?decoding_view=compare",
     "/decoding?decoding_view=forcing", "/training",
