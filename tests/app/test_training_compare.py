@@ -246,6 +246,7 @@ def test_the_translation_smoothing_experiment_reads_perplexity_exact_match_and_b
     assert perplexity == [f"{s.held_out[-1].perplexity:.3f}" for s in snaps]
     assert table[translate("training.compare.scores.bleu", lang)].tolist() == [f"{s.held_out[-1].bleu:.1f}" for s in snaps]
     assert all(s.held_out[-1].step == s.evals[-1][0] == 20 for s in snaps)
+    assert table[translate("training.compare.scores.params", lang)].tolist() == [f"{s.num_params:,}" for s in snaps]
 
 
 def test_stop_ends_the_experiment_and_its_queue(app, monkeypatch):

@@ -123,9 +123,11 @@ def compare_section(session: ts.TrainingSession, current: RunSnapshot | None = N
 
 
 def scores_table(runs: Sequence[tuple[str, RunSnapshot]]) -> None:
-    """Each ticked run's last evaluation side by side: exact match, held-out perplexity and (translation) BLEU,
-    the numbers an experiment is read by (a loss with label smoothing has a floor, so it is not one of them)."""
+    """Each ticked run's parameters and last evaluation side by side: exact match, held-out perplexity and
+    (translation) BLEU, the numbers an experiment is read by (a loss with label smoothing has a floor, so it
+    is not one of them)."""
     rows = [{t("training.compare.scores.run"): label,
+             t("training.compare.scores.params"): f"{snap.num_params:,}",
              t("training.compare.scores.step"): format_count(snap.evals[-1][0]),
              t("training.compare.scores.accuracy"): f"{snap.evals[-1][1]:.1%}",
              t("training.compare.scores.perplexity"): f"{snap.held_out[-1].perplexity:.3f}" if snap.held_out else "–",
