@@ -20,7 +20,7 @@ from figures.labels import display_token
 from figures.style import PALETTE
 from figures.tokens import (ROW_LABELS_MAX, bpe_curve_figure, kind_table_html, matrix_figure, matrix_table_html,
                             neighbours_figure, pca_figure, pieces_html, similarity_figure, stage_figure)
-from model.tasks import TRANSLATION_TASKS
+from explain.tasks import TRANSLATION_TASKS
 from ui.cache import computed
 from ui.code_panel import code_panel
 from ui.i18n import t

@@ -14,6 +14,7 @@ PHONE_MAX_PX = 640  # Streamlit's own breakpoint: below it, columns stack
 # a long formula just looks cut. Here the scrollbar is always drawn (and room left for it), and a
 # formula that says where it may break (\allowbreak, see formula_row) wraps there instead.
 # "[data-testid=stApp]" outranks Streamlit's own ".st-emotion-cache-… .katex-display" rule.
+# A markdown table wider than a phone (the families' table of pages) scrolls in its own box too.
 PAGE_CSS = f"""
 [data-testid="stApp"] [data-testid="stMarkdownContainer"] .katex-display {{
   overflow-x: auto; overflow-y: hidden; padding: 0.25rem 0 0.5rem;
@@ -23,6 +24,9 @@ PAGE_CSS = f"""
   white-space: normal;
 }}
 .st-key-tp_prefetch {{ display: none; }}
+[data-testid="stApp"] [data-testid="stMarkdownContainer"] table {{
+  display: block; max-width: 100%; overflow-x: auto; scrollbar-width: thin;
+}}
 """
 
 

@@ -88,9 +88,9 @@ def test_live_run_charts_page_switch_and_stop(open_tab, wait_for_app, screenshot
     # The exact-match chart comes with the first evaluation, at step 100 of a 20,000-step run
     # (ui/training/settings.py: every max_steps // 20 steps, at most 100): on a loaded machine that is minutes.
     wait_for(lambda: step_now(p) >= 100, 300)
-    expect(p.locator(CHART)).to_have_count(5 + 2)  # planned, 4 live charts, 2 heads
+    expect(p.locator(CHART)).to_have_count(5 + 2 + 1)  # planned, 4 live charts, 2 heads, the copy's alignment
     loss = p.locator(CHART).nth(1)
-    canvases = [p.locator(CHART).nth(i).locator("canvas, svg").first.element_handle() for i in range(7)]
+    canvases = [p.locator(CHART).nth(i).locator("canvas, svg").first.element_handle() for i in range(8)]
     first_loss = loss.screenshot()  # (it waits for the chart to stand still: read the step after it)
     first_step = step_now(p)
     wait_for(lambda: step_now(p) >= first_step + 5)
