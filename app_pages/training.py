@@ -457,8 +457,11 @@ def use_and_download(session: ts.TrainingSession) -> None:
 
 
 def upload_section() -> None:
-    """Load a checkpoint file (validated by the engine) and select it on every page."""
-    with st.expander(t("training.upload.heading"), icon=":material/upload_file:"):
+    """Load a checkpoint file (validated by the engine) and select it on every page. The panel keeps its
+    open state on the server (a redraw that moves it, a run finishing above it, does not fold it away),
+    and an upload opens it, so its answer is always in sight."""
+    with st.expander(t("training.upload.heading"), icon=":material/upload_file:", key=actions.UPLOAD_PANEL_KEY,
+                     on_change="rerun"):
         st.caption(t("training.upload.caption"))
         st.file_uploader(t("training.upload.label"), key=actions.UPLOAD_KEY, on_change=actions.on_upload)
         result = st.session_state.get(actions.UPLOAD_RESULT_KEY)

@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.widgets import EXCEPTION, MAIN, PHONE_USER_AGENT, charts, choose, query, type_into, widget
+from tests.e2e.widgets import EXCEPTION, MAIN, PHONE_USER_AGENT, charts, choose, query, settled_box, type_into, widget
 from ui import models
 from ui.i18n import translate
 
@@ -253,7 +253,7 @@ def test_inside_one_head_switches_to_additive_compatibility_and_fits_a_phone(pag
     p.set_viewport_size({"width": 390, "height": 844})
     wait_for_app(p)
     for key in ("attention.additive_scores", "attention.additive_weights"):
-        box = charts(p, key).bounding_box()
+        box = settled_box(charts(p, key))
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
     screenshot(p, f"attention_additive_{lang}_390px")
     choose(p, wait_for_app, "attention.compat", translate("attention.compat.option.dot", lang), "attention_compat",
@@ -300,7 +300,7 @@ def test_cross_attention_outlines_the_gold_alignment_and_scores_every_head(page,
     p.set_viewport_size({"width": 390, "height": 844})
     wait_for_app(p)
     widget(p, "attention.alignment_chart").scroll_into_view_if_needed()
-    box = charts(p, "attention.alignment_chart").bounding_box()
+    box = settled_box(charts(p, "attention.alignment_chart"))
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
     screenshot(p, "attention_alignment_390px")
     assert p.locator(EXCEPTION).count() == 0

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, widget
+from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, settled_box, widget
 from ui import models
 from ui.i18n import translate
 
@@ -134,7 +134,7 @@ def test_bleu_int8_weights(page, wait_for_app, screenshot, lang):
     expect(charts(p, "bleu.int8_map_int8").get_by_text(title)).to_have_count(1)
     overflow = overflow_once_settled(p)
     assert overflow["page"] <= PHONE["width"] + 1 and not overflow["sticking"], overflow
-    box = charts(p, "bleu.int8_map_int8").bounding_box()
+    box = settled_box(charts(p, "bleu.int8_map_int8"))
     assert box is not None and box["width"] <= PHONE["width"]
     screenshot(p, f"bleu_int8_{lang}_phone")
     assert p.locator(EXCEPTION).count() == 0

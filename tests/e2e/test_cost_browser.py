@@ -12,7 +12,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, widget
+from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, settled_box, widget
 from ui import models
 from ui.i18n import translate
 
@@ -95,7 +95,7 @@ def test_what_attention_produces_fits_a_phone_wide_window(page, wait_for_app, sc
     chart = charts(p, "attention.head_output")
     expect(chart).to_have_count(1)
     chart.scroll_into_view_if_needed()
-    box = chart.bounding_box()
+    box = settled_box(chart)
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
     screenshot(p, "attention_head_output_390px")
     assert p.locator(EXCEPTION).count() == 0
@@ -127,7 +127,7 @@ def test_latent_attention_fits_a_phone_wide_window_and_measures(page, wait_for_a
     maps = charts(p, "attention_cost.latent_maps")
     expect(maps).to_have_count(1)
     maps.scroll_into_view_if_needed()
-    box = maps.bounding_box()
+    box = settled_box(maps)
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
     tops = {round(title.bounding_box()["y"]) for title in maps.locator(".annotation-text").all()}
     assert len(tops) == 4, "on a phone the four maps stand one under another"
@@ -137,7 +137,7 @@ def test_latent_attention_fits_a_phone_wide_window_and_measures(page, wait_for_a
     expect(chart).to_have_count(1, timeout=MEASURE_TIMEOUT_MS)
     wait_for_app(p)
     chart.scroll_into_view_if_needed()
-    box = chart.bounding_box()
+    box = settled_box(chart)
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
     screenshot(p, "cost_latent_measured_390px")
     assert p.locator(EXCEPTION).count() == 0

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from figures.decoding import wrapped
-from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, type_into, widget
+from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, settled_box, type_into, widget
 from ui import models
 from ui.i18n import translate
 
@@ -315,7 +315,7 @@ def test_beam_search_as_a_tree_and_its_length_penalty(page, wait_for_app, screen
     width = phone.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollWidth")
     assert width <= 390, width
     tree.scroll_into_view_if_needed()
-    box = tree.bounding_box()
+    box = settled_box(tree)
     assert box["height"] > box["width"], "the steps run down a phone"
     screenshot(phone, "decoding_beam_tree_390px_zh")
     assert p.locator(EXCEPTION).count() == 0 and phone.locator(EXCEPTION).count() == 0

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.test_phone_browser import PHONE, overflow_once_settled
-from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, type_into, widget
+from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, settled_box, type_into, widget
 from ui import models
 from ui.i18n import translate
 
@@ -133,7 +133,7 @@ def test_why_softmax_with_typed_scores_and_the_constant(page, wait_for_app, scre
     p.set_viewport_size(PHONE)
     overflow = overflow_once_settled(p)
     assert overflow["page"] <= PHONE["width"] + 1 and not overflow["sticking"], overflow
-    box = charts(p, "output_and_loss.why_chart").bounding_box()
+    box = settled_box(charts(p, "output_and_loss.why_chart"))
     assert box is not None and box["width"] <= PHONE["width"]
     screenshot(p, f"output_why_softmax_{lang}_phone")
     assert p.locator(EXCEPTION).count() == 0

@@ -234,11 +234,14 @@ def test_finished_run_used_elsewhere_downloaded_and_uploaded(open_tab, wait_for_
     wait_for_app(p)
 
     p.get_by_text(translate("training.upload.heading", "zh")).click()
+    wait_for_app(p)  # the panel keeps its open state on the server: opening it is a run
     expect(p.locator('[data-testid="stFileUploaderDropzone"]')).to_be_visible()  # the panel is open
     upload = p.locator('[data-testid="stFileUploader"] input[type="file"]')
     upload.set_input_files(files=[{"name": "junk.pt", "mimeType": "application/octet-stream",
                                    "buffer": b"this is not a checkpoint"}])
     expect(p.get_by_text(translate("training.upload.error.not_checkpoint", "zh"))).to_be_visible()
+    wait_for_app(p)
+    expect(p.get_by_text(translate("training.upload.error.not_checkpoint", "zh"))).to_be_visible()  # still open
     assert p.locator(EXCEPTION).count() == 0
     screenshot(p, "training_upload_error_zh")
     upload.set_input_files(str(saved))

@@ -104,3 +104,19 @@ def pick(p, box, option: str) -> None:
             p.keyboard.press("Escape")
     p.keyboard.insert_text(option)
     p.get_by_role("option", name=option, exact=True).click()
+
+
+def settled_box(locator, timeout_ms: int = 30_000) -> dict:
+    """``locator``'s bounding box once it is visible and has stopped moving (the same box twice, 150 ms
+    apart). After the window is resized the app reruns for the new width and redraws its charts; a box
+    read in between is None (the chart is being replaced) or the old width's."""
+    expect(locator).to_be_visible(timeout=timeout_ms)
+    last, waited = None, 0
+    while waited <= timeout_ms:
+        box = locator.bounding_box()
+        if box is not None and box == last:
+            return box
+        last = box
+        locator.page.wait_for_timeout(150)
+        waited += 150
+    raise AssertionError(f"the box of {locator} never settled (last: {last})")

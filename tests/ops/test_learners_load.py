@@ -35,7 +35,7 @@ def test_learners_checking_while_others_browse_get_every_report_and_leave_no_pro
     report = run_learners(url, proc.pid, learners=LEARNERS, browsers=BROWSERS, checks=CHECKS, think=(0.2, 0.6),
                           browse_think=(0.2, 0.6), ramp=1.0, timeout=480.0, settle=2.0)
     print(report)
-    assert report["errors"] == 0, report["error_samples"]
+    assert report["errors"] == 0, (report["error_samples"], _conftest.logged_failures("server-learners"))
     assert report["checks_sent"] == LEARNERS * CHECKS
     assert report["checks_with_a_report"] == LEARNERS * CHECKS
     assert report["use_mine"]["n"] == LEARNERS

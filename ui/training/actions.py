@@ -21,6 +21,7 @@ from ui.url_state import markdown_literal
 FLASH_KEY = "_training.flash"  # (where, kind, i18n key, args) shown once after a button's callback
 UPLOAD_KEY = "training.upload"
 UPLOAD_RESULT_KEY = "_training.upload_result"
+UPLOAD_PANEL_KEY = "training.upload_panel"  # the upload expander's open state
 NAME_KEY = "training.model_name"
 PROBE_KEY = "training.probe_step"
 
@@ -99,6 +100,7 @@ def on_use() -> None:
 def on_upload() -> None:
     """Load the uploaded checkpoint (validated by the engine) and select it on every page."""
     uploaded = st.session_state.get(UPLOAD_KEY)
+    st.session_state[UPLOAD_PANEL_KEY] = True  # the answer shows in the panel: keep it open
     if uploaded is None:
         st.session_state.pop(UPLOAD_RESULT_KEY, None)
         return
