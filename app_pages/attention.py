@@ -14,6 +14,7 @@ from explain.examples import REORDER, TRANSLATIONS
 from explain.head_output import head_outputs, head_outputs_csv
 from explain.pronoun import SENTENCES, PronounHeads, pronoun_frame, pronoun_heads, pronoun_missing
 from explain.tasks import expected_output, task_of
+from explain.text import unit_of
 from explain.tokens import target_tokenizer
 from figures import attention as charts
 from figures.head_output import head_output_figure
@@ -523,7 +524,9 @@ def translation_try(ckpt) -> None:
                   args=("en-zh", SENTENCES[0], "cross"))
         return
     reorder_try(task)
-    if task == "en-zh":
+    if task == "en-zh" and unit_of(ckpt.tokenizer) != "word":  # a model trained on BPE pieces
+        st.caption(t("attention.translation.pronoun_needs_words"))
+    elif task == "en-zh":
         pronoun_try(ckpt)
     elif "en-zh" in available_models():
         st.caption(t("attention.translation.pronoun_needs_en_zh"))

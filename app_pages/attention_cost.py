@@ -198,7 +198,7 @@ def latent_formula(n: int, k_here: int, k: int, d: int) -> None:
 def latent_measured(ckpt, k: int) -> None:
     """The button, then one latent attention timed against one full attention (kept per size, k and device)."""
     cfg, device = ckpt.model.config, str(ckpt.model.device)
-    st.markdown(t("attention_cost.latent.measure_intro", k=k, heads=cfg.n_heads, d_k=cfg.d_model // cfg.n_heads,
+    st.markdown(t("attention_cost.latent.measure_intro", k=k, heads=cfg.n_heads, d_k=cfg.d_k,
                   lo=min(LENGTHS), hi=MAX_LENGTH))
     result = latent.cached_latent_cost(cfg, k, device)
     if result is None:

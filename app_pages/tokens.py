@@ -29,13 +29,14 @@ from ui.page_errors import fragment
 from ui.scaffold import page
 from ui.url_state import BadValue, BoolParam, ChoiceParam, IntParam, Param, TextParam, bind, markdown_literal
 from ui.viewport import NARROW_KEY, guessed_narrow, is_narrow
+from ui.warmup import BPE_DEFAULT_CORPUS
 from ui.widgets import batch_input, csv_download, model_batch, plot, sentence_picker, show_box_cut
 
 SIDE = ChoiceParam("tokens_side", default="source", choices=SIDES)
 LOOKUP_IDS = TextParam("tokens_lookup_ids", LOOKUP_IDS_DEFAULT, max_len=40)
 SPACE_SIDE = ChoiceParam("tokens_space_side", default="source", choices=TABLE_SIDES)
 SPACE_SPECIALS = BoolParam("tokens_space_specials", False)
-BPE_CORPUS = ChoiceParam("tokens_bpe_corpus", default="english", choices=CORPORA)
+BPE_CORPUS = ChoiceParam("tokens_bpe_corpus", default=BPE_DEFAULT_CORPUS, choices=CORPORA)
 BPE_TEXT = TextParam("tokens_bpe_text", TYPED_DEFAULT, max_len=TYPED_MAX_CHARS)
 
 

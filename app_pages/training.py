@@ -76,10 +76,12 @@ def settings_widgets() -> None:
     setting_widget(st.radio, "task", format_func=lambda name: t(f"training.task_name.{name}"), horizontal=True)
     if trs.is_translation(st.session_state.get(trs.KEYS["task"])):
         st.caption(t("training.settings.translation_time"))
+        tokens_widget()
     setting_widget(st.radio, "preset", format_func=trs.preset_label, horizontal=True)
     preset_heads = trs.MODEL_PRESETS.get(st.session_state.get(trs.KEYS["preset"]), {}).get("n_heads", "?")
     setting_widget(st.radio, "heads", horizontal=True,
                    format_func=lambda h: t("training.settings.heads_preset", n=preset_heads) if h == "preset" else h)
+    setting_widget(st.radio, "head_dim", horizontal=True, format_func=trs.head_width_label)
     a, b = st.columns(2)
     with a:
         setting_widget(st.number_input, "batch_size")
@@ -96,6 +98,13 @@ def settings_widgets() -> None:
     setting_widget(st.toggle, "use_padding_mask")
     setting_widget(st.toggle, "use_look_ahead_mask")
     variant_widgets()
+
+
+def tokens_widget() -> None:
+    """A translation task's tokens (its own, or BPE pieces) and, for BPE, what that changes, measured."""
+    setting_widget(st.radio, "tokens", horizontal=True, format_func=lambda kind: t(f"training.settings.tokens_{kind}"))
+    if st.session_state[trs.KEYS["tokens"]] == "bpe":
+        st.caption(trs.bpe_text(trs.read_settings()))
 
 
 def variant_widgets() -> None:
@@ -150,7 +159,7 @@ def planned_schedule() -> None:
         paper_schedule_caption(d_model, settings.warmup, settings.factor)
     code_panel("training", ("noam",), paper_rows=("dropout",))
     paper_card(of_planned_run(settings.preset, dropout=settings.dropout, label_smoothing=settings.label_smoothing,
-                              warmup=settings.warmup, heads=settings.heads),
+                              warmup=settings.warmup, heads=settings.heads, head_dim=settings.head_dim),
                caption_key="common.paper_card.caption_training", key="training_paper_card")
 
 
@@ -282,7 +291,7 @@ def run_state(session: ts.TrainingSession, snap: ts.RunSnapshot) -> None:
                   preset=trs.preset_name(cfg["preset"]), params=f"{snap.num_params:,}", device=snap.device,
                   batch=cfg["batch_size"], warmup=cfg["warmup"], factor=f"{cfg['factor']:g}",
                   eps=f"{cfg['label_smoothing']:g}", dropout=f"{cfg.get('dropout', trs.DEFAULTS['dropout']):g}", seed=cfg["seed"],
-                  variant=compare.differences(cfg, ("heads",) + trs.VARIANT_FIELDS)))
+                  variant=compare.differences(cfg, trs.token_fields(cfg) + ("heads", "head_dim") + trs.VARIANT_FIELDS)))
     if snap.state == "queued":
         if snap.queue_position:
             st.warning(t("training.run.queued", position=snap.queue_position, capacity=session.slots.capacity,
@@ -373,7 +382,8 @@ def probe(snap: ts.RunSnapshot) -> None:
                 pattern, score = scored
                 st.caption(t(f"training.probe.score_{pattern}", score=f"{score:.2f}", uniform=f"{1 / S:.2f}"))
     st.caption(t(f"training.probe.expect_{task}"))
-    alignment = charts.probe_alignment(task, source, snap.probes)
+    # The gold alignment is word to word: a run on BPE pieces has no score against it (a chance match of sizes aside).
+    alignment = None if snap.config.get("tokens") == "bpe" else charts.probe_alignment(task, source, snap.probes)
     if alignment is not None:
         alignment_over_steps(alignment)
 

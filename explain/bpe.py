@@ -17,17 +17,15 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
 
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer
 
 from model import translation
+from model.bpe_tokenizer import MIN_PAIR_COUNT, UNK, WORD_START, library_bpe, metaspace, train_library_bpe
 
-WORD_START = "▁"  # U+2581, written in front of every word (SentencePiece's mark)
-UNK = "<unk>"
 CORPORA: tuple[str, ...] = ("english", "chinese", "typed")  # the grammar's two sides, or the visitor's text
 MAX_MERGES = 300
 DEFAULT_MERGES = 100
 TRAIN_SENTENCES, HELD_OUT_SENTENCES, SAMPLE_SEED = 2000, 500, 0
-MIN_PAIR_COUNT = 2  # a pair seen once is not worth a token of its own (tokenizers' min_frequency)
 TYPED_MAX_CHARS = 2000
 SENTENCE_MAX_CHARS = 120
 # Sennrich et al.'s own example: word counts low 5, lower 2, newest 6, widest 3.
@@ -68,32 +66,17 @@ def corpus_sentences(corpus: str, typed: str = "") -> tuple[tuple[str, ...], tup
     return sentences[:TRAIN_SENTENCES], sentences[TRAIN_SENTENCES:]
 
 
-def _pre_tokenizer() -> pre_tokenizers.PreTokenizer:
-    return pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always", split=True)
-
-
 def train_tokenizer(sentences: Iterable[str], max_merges: int = MAX_MERGES) -> Tokenizer:
     """The library's BPE trained on ``sentences`` (in memory, offline): at most ``max_merges`` merges of
     pairs seen at least :data:`MIN_PAIR_COUNT` times, every character of the corpus in its alphabet."""
-    sentences = list(sentences)
-    alphabet = set("".join(sentences).replace(" ", WORD_START)) | {WORD_START}  # a space is read as ▁
-    tokenizer = Tokenizer(models.BPE(unk_token=UNK))
-    tokenizer.pre_tokenizer = _pre_tokenizer()
-    trainer = trainers.BpeTrainer(vocab_size=1 + len(alphabet) + max_merges, min_frequency=MIN_PAIR_COUNT,
-                                  special_tokens=[UNK], show_progress=False)
-    tokenizer.train_from_iterator(sentences, trainer)
-    return tokenizer
+    return train_library_bpe(sentences, max_merges)
 
 
 def prefix_tokenizer(alphabet: Iterable[str], merges: Iterable[tuple[str, str]]) -> Tokenizer:
-    """The library's BPE that knows ``alphabet`` and applies only ``merges`` (the first k learnt)."""
-    merges = [tuple(m) for m in merges]
-    vocab = {UNK: 0}
-    for token in [*alphabet, *(a + b for a, b in merges)]:
-        vocab.setdefault(token, len(vocab))
-    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token=UNK))
-    tokenizer.pre_tokenizer = _pre_tokenizer()
-    return tokenizer
+    """The library's BPE that knows ``alphabet`` and applies only ``merges`` (the first k learnt); ``<unk>`` is
+    id 0 (the Training page's :class:`model.bpe_tokenizer.BpeTokenizer` builds it the same way, its four
+    special tokens first)."""
+    return library_bpe(alphabet, merges)
 
 
 @dataclass(frozen=True)
@@ -127,7 +110,7 @@ def learn_bpe(corpus: str, typed: str = "") -> LearntBpe:
     merges = tuple((a, b) for a, b in model["merges"])
     alphabet = tuple(token for token, _ in sorted(model["vocab"].items(), key=lambda item: item[1])
                      if len(token) == 1)
-    pre = _pre_tokenizer()
+    pre = metaspace()
     counts = Counter(word for sentence in measured for word, _ in pre.pre_tokenize_str(sentence))
     n = max(1, len(measured))
     vocab, pieces, known = set(alphabet), [], set(alphabet)

@@ -317,7 +317,7 @@ def traced_steps(ckpt: Checkpoint, source: Text, target: Text, snippet_keys: Seq
 def model_dims(ckpt: Checkpoint) -> dict[str, int]:
     """The sizes a step's description may name: d, H, d_k, d_ff, V (the target vocabulary)."""
     cfg = ckpt.model.config
-    return {"d": cfg.d_model, "H": cfg.n_heads, "d_k": cfg.d_model // cfg.n_heads, "d_ff": cfg.d_ff,
+    return {"d": cfg.d_model, "H": cfg.n_heads, "d_k": cfg.d_k, "d_ff": cfg.d_ff,
             "V": cfg.tgt_vocab_size, "L": cfg.n_layers}
 
 

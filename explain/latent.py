@@ -183,7 +183,7 @@ def measure_latent_cost(config: TransformerConfig, latents: int, device: str = "
     ``memory_bytes`` counts the weights each keeps (``"maps"``): float32, H·n² against H·2·n·k."""
     lengths = cost.LENGTHS if lengths is None else lengths
     torch_device = torch.device(device)
-    heads, d_k = config.n_heads, config.d_model // config.n_heads
+    heads, d_k = config.n_heads, config.d_k
     generator = torch.Generator().manual_seed(0)
     todo = sorted(n for n in set(lengths) if 1 <= n <= cost.MAX_LENGTH)
     rows, stopped, start = [], "done", time.perf_counter()

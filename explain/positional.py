@@ -182,14 +182,19 @@ def _encoder_pass(ckpt: Checkpoint, ids: list[int], use_pe: bool) -> tuple[np.nd
 def order_blindness(ckpt: Checkpoint, sentence: str, seed: int, use_pe: bool) -> OrderBlindness:
     """Run the encoder on ``sentence`` and on its word shuffle, with or without positional encoding."""
     tok = ckpt.tokenizer
-    word_level = getattr(tok, "unit", "char") == "word"
+    unit = getattr(tok, "unit", "char")
+    word_level = unit in ("word", "piece")  # a word is one token, or (BPE) pieces that never cross a space
     text = " ".join(split_words(sentence) if word_level else sentence.split())
     shuffled, order = word_shuffle(text, seed)
     if word_level and len(text.split()) < 2:  # one word (or a text with no spaces the model reads as one): its
-        shuffled, order = text, list(range(len(text.split())))  # letters shuffled would be another, unknown word
-    elif word_level:  # one token a word: the permutation of the words, read off where each word's first letter went
+        shuffled, order = text, list(range(len(tok.encode(text))))  # letters shuffled would be another word
+    elif word_level:  # the permutation of the words, read off where each word's first letter went
         starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == " "]
         order = [starts.index(order[j]) for j in [0] + [i + 1 for i, ch in enumerate(shuffled) if ch == " "]]
+        if unit == "piece":  # each word's pieces move together: the permutation of the pieces
+            sizes = [len(tok.encode(word)) for word in text.split()]
+            first = [sum(sizes[:w]) for w in range(len(sizes))]
+            order = [first[w] + k for w in order for k in range(sizes[w])]
     ids, shuffled_ids = tok.encode(text), tok.encode(shuffled)
     att, out = _encoder_pass(ckpt, ids, use_pe)
     s_att, s_out = _encoder_pass(ckpt, shuffled_ids, use_pe)

@@ -1,11 +1,15 @@
-"""What a checkpoint's task says about a sentence: its example, and the answer it should give."""
+"""What a checkpoint's task says about a sentence: its example, and the answer it should give; and what reading a
+translation task in BPE pieces changes (vocabulary, length, unknown words)."""
 from __future__ import annotations
 
 import functools
 import random
+from dataclasses import dataclass
 
+from model import translation
 from model.checkpoint import Checkpoint
-from model.tasks import TRANSLATION_TASKS, Task, UnknownTaskError, get_task
+from model.tasks import BPE_CORPUS_PAIRS, TRANSLATION_TASKS, Task, UnknownTaskError, bpe_task, get_task
+from model.tokenizer import Tokenizer
 
 FALLBACK_EXAMPLE = "hello world"
 FALLBACK_BATCH = "hello world\nattention is all you need\nhi!"
@@ -61,3 +65,52 @@ def source_end_marks(checkpoint: Checkpoint) -> tuple[str, ...]:
 def _end_marks(task: str) -> tuple[str, ...]:
     sources = [source.strip() for source, _ in get_task(task).sample_pairs(random.Random(0), 400)]
     return tuple(sorted({source[-1] for source in sources}))
+
+
+# ------------------------------------------------------------------ a translation task in BPE pieces
+UNSEEN_WORDS = ("catfish", "happiest", "lowest")  # English words the grammar never writes: the first one shown
+
+
+@dataclass(frozen=True)
+class SideTokens:
+    """One side of a translation task, its own tokens (English words, Chinese characters) against BPE pieces:
+    the vocabulary sizes (the special tokens counted, as the model's embedding table has them) and the mean
+    tokens per sentence of the training pairs the merges were learnt from."""
+
+    language: str  # "en" or "zh"
+    vocab_own: int
+    vocab_bpe: int
+    mean_own: float
+    mean_bpe: float
+
+
+@dataclass(frozen=True)
+class BpeChange:
+    """What reading a translation task in BPE pieces changes: each side's numbers, and an English word the
+    grammar never writes with its pieces (the word tokenizer reads it as ``<unk>``)."""
+
+    source: SideTokens
+    target: SideTokens
+    unseen_word: str
+    unseen_pieces: tuple[str, ...]
+
+
+def _side(language: str, own: Tokenizer, bpe: Tokenizer, sentences: list[str]) -> SideTokens:
+    n = max(1, len(sentences))
+    return SideTokens(language, own.vocab_size, bpe.vocab_size, sum(len(own.encode(s)) for s in sentences) / n,
+                      sum(len(bpe.encode(s)) for s in sentences) / n)
+
+
+def bpe_change(task: str, seed: int) -> BpeChange:
+    """The numbers of translation task ``task`` read in the BPE pieces a run with ``seed`` learns
+    (:func:`model.tasks.bpe_task`), measured on the training pairs they were learnt from."""
+    words, pieces = get_task(task), bpe_task(task, seed)
+    pairs = words.sample_pairs(random.Random(seed), BPE_CORPUS_PAIRS)
+    source_language, target_language = task.split("-")
+    english = pieces.source_tokenizer() if source_language == "en" else pieces.target_tokenizer()
+    known = set(translation.ENGLISH_WORDS)
+    unseen = next(word for word in UNSEEN_WORDS if word not in known)
+    return BpeChange(
+        source=_side(source_language, words.source_tokenizer(), pieces.source_tokenizer(), [s for s, _ in pairs]),
+        target=_side(target_language, words.target_tokenizer(), pieces.target_tokenizer(), [t for _, t in pairs]),
+        unseen_word=unseen, unseen_pieces=tuple(english.token_strings(english.encode(unseen))))

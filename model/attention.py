@@ -113,7 +113,9 @@ def fast_attention(
 class MultiHeadAttention(nn.Module):
     """H heads of scaled dot-product attention over learned projections, concatenated and mixed.
 
-    The Q, K, V projections are stored as one (3d, d) matrix, as in ``nn.MultiheadAttention``:
+    Each head has width ``d_k`` (default d_model / n_heads, the paper's split; set apart, the heads together
+    are H·d_k wide and W^O maps that back to d_model).
+    The Q, K, V projections are stored as one (3·H·d_k, d) matrix, as in ``nn.MultiheadAttention``:
     self-attention projects once, cross-attention projects queries from the decoder and keys and
     values from the encoder memory with the two slices. As in the paper, dropout is applied to
     sublayer outputs, not to the attention weights, so the weights shown are the ones used.
@@ -123,14 +125,16 @@ class MultiHeadAttention(nn.Module):
     are added.
     """
 
-    def __init__(self, d_model: int, n_heads: int, rope_base: float | None = None) -> None:
+    def __init__(self, d_model: int, n_heads: int, rope_base: float | None = None, d_k: int | None = None) -> None:
         super().__init__()
-        if d_model % n_heads:
+        if d_k is None and d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) must split evenly across n_heads ({n_heads}).")
-        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.d_model, self.n_heads = d_model, n_heads
+        self.d_k = d_model // n_heads if d_k is None else d_k  # one head's width
+        self.width = n_heads * self.d_k  # the heads side by side: d_model, unless d_k is set apart
         self.rope_base = rope_base
-        self.in_proj = nn.Linear(d_model, 3 * d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.in_proj = nn.Linear(d_model, 3 * self.width)
+        self.out_proj = nn.Linear(self.width, d_model)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -181,13 +185,14 @@ class MultiHeadAttention(nn.Module):
             if cache is not None:
                 k, v = cache.append(k, v)  # (B, H, start + T, d_k)
         else:
-            q = self._split_heads(F.linear(x, w[:d], b[:d]))  # (B, H, T, d_k)
+            n = self.width
+            q = self._split_heads(F.linear(x, w[:n], b[:n]))  # (B, H, T, d_k)
             if use_rope:
                 q = self._rotate(q, start, trace)
             if cache is not None and cache.k is not None:
                 k, v = cache.k, cache.v  # (B, H, S, d_k), computed at the first step
             else:
-                k, v = F.linear(memory, w[d:], b[d:]).chunk(2, dim=-1)  # 2 x (B, S, d)
+                k, v = F.linear(memory, w[n:], b[n:]).chunk(2, dim=-1)  # 2 x (B, S, H*d_k)
                 k, v = self._split_heads(k), self._split_heads(v)  # (B, H, S, d_k)
                 if use_rope:
                     k = self._rotate(k, 0, trace)
@@ -206,7 +211,7 @@ class MultiHeadAttention(nn.Module):
             details = AttentionDetails(q=q, k=k, v=v, scores=scores)
         if head_keep is not None:
             out = out * head_keep.to(out.dtype)[None, :, None, None]
-        concat = out.transpose(1, 2).reshape(B, T, d)  # (B, T, H*d_k)
+        concat = out.transpose(1, 2).reshape(B, T, self.width)  # (B, T, H*d_k)
         result = self.out_proj(concat)  # (B, T, d)
         if record:
             for key, value in (("q", q), ("k", k), ("v", v), ("scores", scores), ("weights", weights),

@@ -25,7 +25,7 @@ import torch
 from model.checkpoint_schema import PayloadProblem, check_payload
 from model.config import LIMITS, TransformerConfig
 from model.device import pick_device
-from model.tasks import TASK_NAMES, get_task
+from model.tasks import TASK_NAMES, TRANSLATION_TASKS, get_task
 from model.tokenizer import Tokenizer, tokenizer_from_dict
 from model.transformer import Transformer
 
@@ -384,13 +384,14 @@ def _check_payload(payload: object) -> tuple[TransformerConfig, Tokenizer, Token
 def _check_task_tokenizers(name: object, source: Tokenizer, target: Tokenizer) -> None:
     """A task this app knows reads words or characters on each side; a file whose tokenizer there reads the
     other kind contradicts its task (its pages would split sentences one way and its task's answers the
-    other). Its words may differ from the task's (a model trained on other sentences): those become <unk>."""
+    other). Its words may differ from the task's (a model trained on other sentences): those become <unk>.
+    A translation model may read either side in BPE pieces (the Training page's tokens setting)."""
     if name not in TASK_NAMES:
         return  # a task this app does not know: its pages use the copy task's answers
     task = get_task(name)
     sides = (("source", source, task.source_tokenizer()), ("target", target, task.target_tokenizer()))
     for side, ours, theirs in sides:
-        if ours.unit != theirs.unit:
+        if ours.unit != theirs.unit and not (ours.unit == "piece" and name in TRANSLATION_TASKS):
             raise CheckpointError("task_mismatch", task=name, side=side, wanted=f"{theirs.unit}s",
                                   found=f"{ours.unit}s")
 

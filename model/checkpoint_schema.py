@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
+from model.bpe_tokenizer import MAX_ALPHABET, MAX_MERGES, MAX_PIECE_CHARS, WORD_START, merge_problem
 from model.config import FFN_KINDS, LIMITS, NORM_KINDS, POSITION_KINDS, SIZE_FIELDS
 
 MAX_HISTORY_ENTRIES = 200_000  # steps of the longest run the app can train (model.training.MAX_STEPS)
@@ -69,6 +70,7 @@ class ConfigSchema(BaseModel):
     position_kind: Literal[POSITION_KINDS] = "sinusoidal"
     pe_base: Annotated[Number, Field(allow_inf_nan=False)] = 10000.0
     pad_id: Annotated[int, Field(ge=0)] = 0
+    head_dim: Annotated[int, Field(ge=1, le=LIMITS.head_dim)] | None = None  # absent: d_model / n_heads
 
 
 class TokenizerSchema(BaseModel):
@@ -82,6 +84,39 @@ class TokenizerSchema(BaseModel):
     alphabet: Annotated[str, Field(min_length=1, max_length=LIMITS.vocab_size)] = "?"
     words: Annotated[list[Annotated[str, Field(min_length=1, max_length=64)]],
                      Field(min_length=1, max_length=LIMITS.vocab_size)] | None = None
+
+
+Piece = Annotated[str, Field(min_length=1, max_length=MAX_PIECE_CHARS)]
+
+
+class BpeTokenizerSchema(BaseModel):
+    """A BPE tokenizer (kind "bpe"): at most MAX_ALPHABET single characters, at most MAX_MERGES pairs of short
+    pieces, each made by the alphabet or an earlier merge, and the word mark ▁."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+    kind: Literal["bpe"]
+    alphabet: Annotated[list[Annotated[str, Field(min_length=1, max_length=1)]],
+                        Field(min_length=1, max_length=MAX_ALPHABET)]
+    merges: Annotated[list[Annotated[list[Piece], Field(min_length=2, max_length=2)]], Field(max_length=MAX_MERGES)]
+    word_start: Literal[WORD_START]
+
+    @model_validator(mode="after")
+    def _merges_apply(self) -> BpeTokenizerSchema:
+        problem = merge_problem(self.alphabet, self.merges)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+
+_TOKENIZER_TAGS = ("plain", "bpe")  # which schema reads a tokenizer: pydantic puts the tag in an error's location
+
+
+def _tokenizer_kind(data: Any) -> str:
+    return "bpe" if isinstance(data, dict) and data.get("kind") == "bpe" else "plain"
+
+
+AnyTokenizer = Annotated[Annotated[TokenizerSchema, Tag("plain")] | Annotated[BpeTokenizerSchema, Tag("bpe")],
+                         Discriminator(_tokenizer_kind)]
 
 
 class TaskSchema(_FewExtras):
@@ -114,8 +149,8 @@ class PayloadSchema(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="ignore")
     config: ConfigSchema
-    tokenizer: TokenizerSchema
-    target_tokenizer: TokenizerSchema | None = None  # absent: the target side uses ``tokenizer`` too
+    tokenizer: AnyTokenizer
+    target_tokenizer: AnyTokenizer | None = None  # absent: the target side uses ``tokenizer`` too
     task: TaskSchema
     history: HistorySchema
 
@@ -154,6 +189,8 @@ def _where(loc: tuple) -> str:
 def _first_problem(error: ValidationError) -> PayloadProblem:
     first = error.errors(include_url=False, include_context=True)[0]
     loc, kind = tuple(first["loc"]), first["type"]
+    if len(loc) > 1 and loc[0] in ("tokenizer", "target_tokenizer") and loc[1] in _TOKENIZER_TAGS:
+        loc = loc[:1] + loc[2:]  # the schema that read it is no part of where the problem is
     entry, field = str(loc[0]) if loc else "payload", _where(loc[1:])
     if entry == "config" and kind == "less_than_equal" and field in SIZE_FIELDS:
         value, limit = first["input"], first["ctx"]["le"]  # an int: the schema checked its type first

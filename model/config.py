@@ -35,6 +35,8 @@ class SizeLimits:
     d_ff: int = 512
     max_len: int = 256  # positions: the longest sequence the model reads or writes
     parameters: int = 2_000_000  # trainable parameters in all: 8 MB of float32, eight times the small preset
+    head_dim: int = 512  # one head's width d_k, when a config sets it (else d_model / n_heads)
+    attention_width: int = 1024  # all heads side by side, n_heads · d_k (what W^O reads)
 
     def size_limit(self, name: str) -> int:
         """The limit on config field ``name`` (one of SIZE_FIELDS)."""
@@ -53,6 +55,8 @@ MESSAGES = {  # problem code -> English sentence, formatted with the problem's v
     "dropout": "dropout is a probability in [0, 1), got {value}.",
     "pe_base": "pe_base must be greater than 1 (the paper uses 10000), got {value}.",
     "pad_id": "pad_id ({pad_id}) must be a token id inside both vocabularies.",
+    "head_dim": ("head_dim (each head's width d_k) must be a whole number from 1 to {limit}, with n_heads · head_dim "
+                 "at most {width}, got {value}."),
     "variant": "{name} must be one of {choices}, got {value}.",
 }
 
@@ -85,6 +89,18 @@ def size_problem(d_model: int, n_heads: int) -> Problem | None:
     """What is wrong with a model width and head count (heads split d_model; sin/cos pairs need it even)."""
     if d_model % n_heads != 0:
         return Problem("heads_split", {"d_model": d_model, "n_heads": n_heads})
+    if d_model % 2 != 0:
+        return Problem("odd_d_model", {"d_model": d_model})
+    return None
+
+
+def head_dim_problem(d_model: int, n_heads: int, head_dim: object,
+                     limits: SizeLimits = LIMITS) -> Problem | None:
+    """What is wrong with a width and head count when each head's width is set apart (heads need not split
+    d_model then; sin/cos pairs still need it even)."""
+    if not (is_whole(head_dim) and 1 <= head_dim <= limits.head_dim and n_heads * head_dim <= limits.attention_width):
+        return Problem("head_dim", {"value": repr(head_dim), "limit": limits.head_dim,
+                                    "width": limits.attention_width})
     if d_model % 2 != 0:
         return Problem("odd_d_model", {"d_model": d_model})
     return None
@@ -170,6 +186,9 @@ class TransformerConfig:
     position_kind: str = "sinusoidal"
     pe_base: float = 10000.0
     pad_id: int = 0
+    # Each head's width d_k. None is the paper's split, d_model / n_heads (the heads together as wide as the model);
+    # set, it unties the two: 1 head of width 4·d_model, say (``MultiHeadAttention``'s projections widen with it).
+    head_dim: int | None = None
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -182,7 +201,8 @@ class TransformerConfig:
             value = getattr(self, name)
             if not (is_whole(value) and value >= 1):
                 return Problem("not_whole", {"name": name, "value": repr(value)})
-        problem = size_problem(self.d_model, self.n_heads) or dropout_problem(self.dropout)
+        problem = (size_problem(self.d_model, self.n_heads) if self.head_dim is None
+                   else head_dim_problem(self.d_model, self.n_heads, self.head_dim)) or dropout_problem(self.dropout)
         if problem is not None:
             return problem
         for name in VARIANT_KINDS:
@@ -197,8 +217,13 @@ class TransformerConfig:
 
     @property
     def d_k(self) -> int:
-        """Size of one head's queries, keys and values."""
-        return self.d_model // self.n_heads
+        """Size of one head's queries, keys and values: ``head_dim``, else d_model / n_heads."""
+        return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
+
+    @property
+    def attention_width(self) -> int:
+        """The heads side by side, n_heads · d_k (d_model unless ``head_dim`` unties them)."""
+        return self.n_heads * self.d_k
 
     def to_dict(self) -> dict:
         return asdict(self)

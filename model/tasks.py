@@ -22,7 +22,9 @@ translation tasks have a tokenizer per side (``Task.source_tokenizer()`` /
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
+import functools
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 import torch
 
 from model import translation
+from model.bpe_tokenizer import BpeTokenizer
 from model.tokenizer import CharTokenizer, Tokenizer
 
 DEFAULT_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789 .,!?'-:;"
@@ -425,6 +428,44 @@ def get_task(name: str) -> Task:
         return TASKS[name]
     except (KeyError, TypeError):
         raise _unknown(name) from None
+
+
+# --------------------------------------------------------------------------
+# translation in BPE pieces
+# --------------------------------------------------------------------------
+BPE_MERGES = 200  # merges each side learns (en: 28 characters + 200 pieces; zh: 256 + 200, under the 512 cap)
+BPE_CORPUS_PAIRS = 2000  # the training pairs the merges are learnt from
+
+
+def _piece_bound(tokenizer: Tokenizer, bound: int, pieces: BpeTokenizer) -> int:
+    """Pieces in the longest sentence of a side that has at most ``bound`` tokens of ``tokenizer``: BPE cuts
+    each word alone, so a sentence of words has at most ``bound`` times its longest word's pieces; a run of
+    characters has at most one piece per character, plus a lone ``▁`` in front."""
+    if tokenizer.unit != "word":
+        return bound + 1
+    return bound * max(len(pieces.encode(word)) for word in tokenizer.known_units)
+
+
+@functools.lru_cache(maxsize=16)
+def bpe_task(name: str, seed: int, merges: int = BPE_MERGES) -> Task:
+    """Translation task ``name`` read in BPE pieces on both sides (:class:`~model.bpe_tokenizer.BpeTokenizer`).
+
+    Each side's merges are learnt from that side of the first :data:`BPE_CORPUS_PAIRS` training pairs a run
+    with ``seed`` draws (``random.Random(seed)``, the run's own data stream), so the same seed gives the same
+    merges; its alphabet is every character the side's words or characters are made of, so no sentence of the
+    grammar has an ``<unk>``. ``max_src_len`` / ``max_tgt_len`` bound the sentences in pieces.
+    """
+    if name not in TRANSLATION_TASKS:
+        raise ValueError(f"BPE pieces are for the translation tasks ({', '.join(TRANSLATION_TASKS)}), not {name!r}.")
+    task = get_task(name)
+    pairs = task.sample_pairs(random.Random(seed), BPE_CORPUS_PAIRS)
+    sides = []
+    for side, bound in ((0, task.max_src_len), (1, task.max_tgt_len)):
+        words = task.source_tokenizer() if side == 0 else task.target_tokenizer()
+        pieces = BpeTokenizer.learn([pair[side] for pair in pairs], merges, "".join(words.known_units))
+        sides.append((pieces, _piece_bound(words, bound, pieces)))
+    (source, src_len), (target, tgt_len) = sides
+    return dataclasses.replace(task, source_tok=source, target_tok=target, max_src_len=src_len, max_tgt_len=tgt_len)
 
 
 # --------------------------------------------------------------------------

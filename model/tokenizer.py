@@ -1,4 +1,5 @@
-"""Character-level tokenizer (and, at the end, the word-level one of the translation tasks).
+"""Character-level tokenizer (and, at the end, the word-level one of the translation tasks; the sub-word
+one, BPE, is :mod:`model.bpe_tokenizer`).
 
 Ids 0..3 are the special tokens ``<pad> <bos> <eos> <unk>``; ids 4.. are the
 alphabet characters in the order given. Text is split into Python characters
@@ -336,11 +337,18 @@ class WordTokenizer:
         return cls(list(d["words"]))
 
 
+# The third kind, model.bpe_tokenizer.BpeTokenizer (sub-word pieces), has the same interface; it imports
+# this module, so it is not named here.
 Tokenizer = CharTokenizer | WordTokenizer
 
 
 def tokenizer_from_dict(d: Mapping[str, Any]) -> Tokenizer:
-    """Either kind of tokenizer from its ``to_dict`` output (no ``kind`` means a character tokenizer)."""
+    """Any kind of tokenizer from its ``to_dict`` output (no ``kind`` means a character tokenizer; ``"bpe"``
+    a :class:`~model.bpe_tokenizer.BpeTokenizer`)."""
     if isinstance(d, Mapping) and d.get("kind") == "word":
         return WordTokenizer.from_dict(d)
+    if isinstance(d, Mapping) and d.get("kind") == "bpe":
+        from model.bpe_tokenizer import BpeTokenizer  # here: that module imports this one
+
+        return BpeTokenizer.from_dict(d)
     return CharTokenizer.from_dict(d)

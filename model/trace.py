@@ -36,7 +36,7 @@ Attention ``{att}`` = ``{stack}.{i}.self_attn`` or ``decoder.{i}.cross_attn``::
     {att}.scores       (B, H, T_q, T_k)      q kᵀ (/ √d_k), before the mask (absent when attention is replaced)
     {att}.weights      (B, H, T_q, T_k)      softmax of the masked scores
     {att}.heads        (B, H, T_q, d_k)      weights · v per head (zero for a head switched off)
-    {att}.concat       (B, T_q, d)           the heads side by side
+    {att}.concat       (B, T_q, H·d_k)       the heads side by side (d unless the config sets head_dim)
     {att}.out          (B, T_q, d)           concat W^O + b^O
 
 Norm statistics are over the last dimension: ``mean`` and ``var`` (population variance, what LayerNorm

@@ -23,7 +23,8 @@ import torch
 
 from model.checkpoint import save_checkpoint
 from model.config import MESSAGES as CONFIG_MESSAGES
-from model.config import InvalidConfig, Problem, TransformerConfig, dropout_problem, is_number, is_whole, size_problem
+from model.config import (InvalidConfig, Problem, TransformerConfig, dropout_problem, head_dim_problem, is_number,
+                          is_whole, size_problem)
 from model.config import FFN_KINDS, NORM_KINDS, POSITION_KINDS, VARIANT_KINDS, variant_problem
 from model.device import pick_device
 from model.layers import dropout_generator
@@ -32,7 +33,7 @@ from model.memory import trim
 from model.run_slots import RunSlots
 from model.schedule import noam_lr, noam_scheduler
 from model.bleu import TOKENIZE_FOR, corpus_bleu
-from model.tasks import TASK_NAMES, TRANSLATION_TASKS, Task, batch_from_pairs, make_task
+from model.tasks import TASK_NAMES, TRANSLATION_TASKS, Task, batch_from_pairs, bpe_task, make_task
 from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 from model.transformer import ForwardOptions, Transformer
 
@@ -53,6 +54,9 @@ COMMAND_LINE_PRESETS = {
 ALL_PRESETS = {**MODEL_PRESETS, **COMMAND_LINE_PRESETS}
 PRESET_HEADS = "preset"  # the heads setting's "as the size preset has it"
 HEAD_CHOICES = (PRESET_HEADS, "1", "2", "4", "8")  # each divides every preset's d_model
+SPLIT_WIDTH = "split"  # the head-width setting's "d_k = d_model / heads" (the paper's)
+HEAD_DIM_CHOICES = (SPLIT_WIDTH, "8", "16", "32", "64", "128", "256")  # or each head this wide, whatever the heads
+TOKEN_CHOICES = ("words", "bpe")  # a translation task's own tokens, or BPE pieces (model.tasks.bpe_task)
 MAX_BATCH_SIZE = 512
 MAX_STEPS = 200_000
 
@@ -62,6 +66,7 @@ MESSAGES = {  # problem code -> English sentence; the model's own codes first (s
     "task_options": "{detail}",
     "preset": "Unknown model size {preset!r}; choose one of {presets}.",
     "heads": "Unknown number of heads {heads!r}; choose one of {choices}.",
+    "head_dim_choice": "Unknown head width {head_dim!r}; choose one of {choices}.",
     "batch_size": "The batch size must be between 1 and {limit}.",
     "warmup": "Warmup must be at least 1 step (the schedule divides by it).",
     "factor": "The learning-rate factor must be a positive number.",
@@ -72,6 +77,8 @@ MESSAGES = {  # problem code -> English sentence; the model's own codes first (s
     "probe_every": "The attention probe interval must be at least 1 step.",
     "target_accuracy": "The target accuracy is a fraction in (0, 1].",
     "seed": "The seed must be a whole number, 0 or more.",
+    "tokens": "Unknown tokens {tokens!r}; choose one of {choices}.",
+    "tokens_task": "BPE pieces are for the translation tasks ({tasks}); the {task} task reads characters.",
 }
 
 
@@ -121,12 +128,20 @@ class TrainingConfig:
 
     task: str = setting("copy", url="training_task", key="training.task", label="training.settings.task",
                         help="training.settings.task_help", choices=TASK_NAMES)
+    # A translation task's tokens: its own (English words, Chinese characters) or BPE pieces learnt from its pairs.
+    tokens: str = setting("words", url="training_tokens", key="training.tokens", label="training.settings.tokens",
+                          help="training.settings.tokens_help", choices=TOKEN_CHOICES)
     preset: str = setting("tiny", url="training_size", key="training.preset", label="training.settings.preset",
                           help="training.settings.preset_help", choices=tuple(MODEL_PRESETS))
     # Attention heads: the size preset's count, or another that divides d_model (d_k = d_model / heads, so the
     # parameter count stays the same: the question "is it the heads or the parameters?").
     heads: str = setting(PRESET_HEADS, url="training_heads", key="training.heads", label="training.settings.heads",
                          help="training.settings.heads_help", choices=HEAD_CHOICES)
+    # Each head's width d_k: d_model / heads (the paper's split, equal parameters whatever the heads), or set apart
+    # (1 head of 4·d_model: "is it the heads or the parameters?" with more parameters in one head).
+    head_dim: str = setting(SPLIT_WIDTH, url="training_head_dim", key="training.head_dim",
+                            label="training.settings.head_dim", help="training.settings.head_dim_help",
+                            choices=HEAD_DIM_CHOICES)
     # The model variants (see model.config.TransformerConfig): norm placement (post = the paper), norm, FFN, positions.
     norm_first: bool = setting(False, url="training_prenorm", key="training.norm_first",
                                label="training.variant.norm_first.label", choices=(False, True))
@@ -174,12 +189,20 @@ class TrainingConfig:
         """The first thing that keeps this config from training (a code of :data:`MESSAGES`), or None."""
         if self.task not in TASK_NAMES:
             return Problem("task", {"task": self.task, "tasks": ", ".join(TASK_NAMES)})
+        if self.tokens not in TOKEN_CHOICES:
+            return Problem("tokens", {"tokens": self.tokens, "choices": ", ".join(TOKEN_CHOICES)})
+        if self.tokens == "bpe" and self.task not in TRANSLATION_TASKS:
+            return Problem("tokens_task", {"task": self.task, "tasks": ", ".join(TRANSLATION_TASKS)})
         if self.preset not in ALL_PRESETS:
             return Problem("preset", {"preset": self.preset, "presets": ", ".join(ALL_PRESETS)})
         if self.heads not in HEAD_CHOICES:
             return Problem("heads", {"heads": self.heads, "choices": ", ".join(HEAD_CHOICES)})
+        if self.head_dim not in HEAD_DIM_CHOICES:
+            return Problem("head_dim_choice", {"head_dim": self.head_dim, "choices": ", ".join(HEAD_DIM_CHOICES)})
         sizes = self.sizes()
-        problem = size_problem(sizes["d_model"], sizes["n_heads"]) or dropout_problem(self.dropout)
+        problem = (size_problem(sizes["d_model"], sizes["n_heads"]) if "head_dim" not in sizes
+                   else head_dim_problem(sizes["d_model"], sizes["n_heads"], sizes["head_dim"]))
+        problem = problem or dropout_problem(self.dropout)
         for name in VARIANT_KINDS:
             problem = problem or variant_problem(name, getattr(self, name))
         if problem is not None:
@@ -211,14 +234,19 @@ class TrainingConfig:
         return None
 
     def sizes(self) -> dict[str, int]:
-        """The model's sizes: the preset's, with ``heads`` heads unless it is :data:`PRESET_HEADS`."""
+        """The model's sizes: the preset's, with ``heads`` heads unless it is :data:`PRESET_HEADS`, each
+        ``head_dim`` wide unless it is :data:`SPLIT_WIDTH`."""
         sizes = dict(ALL_PRESETS[self.preset])
         if self.heads != PRESET_HEADS:
             sizes["n_heads"] = int(self.heads)
+        if self.head_dim != SPLIT_WIDTH:
+            sizes["head_dim"] = int(self.head_dim)
         return sizes
 
     def make_task(self) -> Task:
-        return make_task(self.task, self.task_min_len, self.task_max_len, self.task_alphabet)
+        """The task, read in BPE pieces learnt from this run's training pairs when ``tokens`` is "bpe"."""
+        task = make_task(self.task, self.task_min_len, self.task_max_len, self.task_alphabet)
+        return bpe_task(self.task, self.seed) if self.tokens == "bpe" else task
 
     def task_dict(self) -> dict:
         return {"name": self.task, "min_len": self.task_min_len, "max_len": self.task_max_len,
@@ -737,28 +765,31 @@ class TrainingRun:
 
 @functools.cache
 def parameter_count(task: str, preset: str, *, norm_first: bool = False, norm_kind: str = "layer",
-                    ffn_kind: str = "relu", position_kind: str = "sinusoidal", heads: str = PRESET_HEADS) -> int:
-    """Trainable parameters of a ``preset`` model for ``task`` with the given variant switches.
+                    ffn_kind: str = "relu", position_kind: str = "sinusoidal", heads: str = PRESET_HEADS,
+                    head_dim: str = SPLIT_WIDTH, tokens: str = "words") -> int:
+    """Trainable parameters of a ``preset`` model for ``task`` with the given variant switches (and tokens: BPE
+    changes the vocabularies, so the embeddings; counted with seed 0's merges, 200 a side as every seed has).
 
     Built on the meta device (no memory). The variants change the count: pre-norm adds a final
     norm per stack, RMSNorm has d_model parameters where LayerNorm has 2·d_model, SwiGLU's three
     bias-free matrices of width swiglu_hidden(d_ff) replace the ReLU MLP, the position kinds have none.
     """
     config = TrainingConfig(task=task, preset=preset, norm_first=norm_first, norm_kind=norm_kind,
-                            ffn_kind=ffn_kind, position_kind=position_kind, heads=heads)
+                            ffn_kind=ffn_kind, position_kind=position_kind, heads=heads, head_dim=head_dim,
+                            tokens=tokens)
     task_obj = config.make_task()
     with torch.device("meta"):
         model = Transformer(config.model_config(task_obj.source_tokenizer(), task_obj, task_obj.target_tokenizer()))
     return model.num_params()
 
 
-@functools.cache
-def vocab_size(task: str) -> int:
-    """Tokens in the target vocabulary of ``task`` (its alphabet or words, plus the special tokens)."""
-    return make_task(task).target_tokenizer().vocab_size
+@functools.lru_cache(maxsize=64)
+def vocab_size(task: str, tokens: str = "words", seed: int = 0) -> int:
+    """Tokens in the target vocabulary of ``task`` (its alphabet, words or BPE pieces, plus the special tokens)."""
+    return (bpe_task(task, seed) if tokens == "bpe" else make_task(task)).target_tokenizer().vocab_size
 
 
-def loss_floor(task: str, epsilon: float) -> float:
+def loss_floor(task: str, epsilon: float, tokens: str = "words", seed: int = 0) -> float:
     """The lowest loss label smoothing allows: the entropy of the smoothed target distribution.
 
     The right token gets 1 - ε and the V - 2 others (all but it and <pad>) get ε / (V - 2) each,
@@ -766,7 +797,7 @@ def loss_floor(task: str, epsilon: float) -> float:
     """
     if epsilon <= 0:
         return 0.0
-    others = vocab_size(task) - 2
+    others = vocab_size(task, tokens, seed) - 2
     return -(1 - epsilon) * math.log(1 - epsilon) - epsilon * math.log(epsilon / others)
 
 

@@ -78,7 +78,8 @@ class DecoderCache:
 
 def _attention(cfg: TransformerConfig) -> MultiHeadAttention:
     """One multi-head attention of the config: with RoPE's rotation when position_kind is "rope"."""
-    return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.pe_base if cfg.position_kind == "rope" else None)
+    return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.pe_base if cfg.position_kind == "rope" else None,
+                              cfg.head_dim)
 
 
 def _sublayer(cfg: TransformerConfig) -> SublayerConnection:

@@ -17,7 +17,8 @@ visitor does not wait for it, and it:
   walks them all, and it stops every session at once while it does: 0.25-0.74 s each, three or
   four times in 90 s of 10 busy sessions (``bench/load.py``); after the freeze the same
   collections took 30-74 ms. Those objects live as long as the process anyway.
-* then (``done`` is already set: the training page does not wait for this) computes, per shipped
+* then (``done`` is already set: the training page does not wait for this) learns the Tokens page's BPE
+  merges on its default corpus (:func:`warm_model_free_views`) and computes, per shipped
   model, what a page's first click on its example sentence would otherwise compute while the visitor
   waits (:func:`warm_views`): the BLEU page's answers to the first 200 samples of seed 0 and their
   scores (a model change on that page decodes nothing), the Attention page's "Inside one head"
@@ -41,6 +42,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 _log = logging.getLogger(__name__)
+BPE_DEFAULT_CORPUS = "english"  # the Tokens page's BPE corpus on a first visit (app_pages/tokens.py BPE_CORPUS)
 
 
 @dataclass
@@ -110,6 +112,8 @@ def run_warmup(report: WarmUp) -> None:
         report.done.set()
     _yield_the_cpu()  # what follows only saves a visitor's first click: every request goes first
     try:
+        if not report.stopping.is_set():
+            warm_model_free_views()
         for name in report.loaded:
             if report.stopping.is_set():
                 break
@@ -145,6 +149,18 @@ def example_source(ckpt) -> str | None:
     return prepared.sentences[0] if prepared.sentences else None
 
 
+def warm_model_free_views() -> None:
+    """What a page computes on its first visit whatever the model: the Tokens page's BPE merges learnt on
+    its default corpus (the grammar's English sentences; about 0.5 s on a quiet core)."""
+    from explain.bpe import learn_bpe
+    from ui.cache import computed
+
+    try:
+        computed(learn_bpe, BPE_DEFAULT_CORPUS, "")
+    except Exception:  # the page computes (and reports) it itself
+        _log.exception("warming the BPE merges failed")
+
+
 def warm_views(ckpt, should_stop=lambda: False) -> None:
     """Compute, into the pages' cache, what their first clicks on ``ckpt``'s example would compute:
     the same :func:`ui.cache.computed` calls, with the same arguments, as the pages make.
@@ -164,7 +180,7 @@ def warm_views(ckpt, should_stop=lambda: False) -> None:
         for stack in ("encoder", "decoder"):  # the Feed-forward page's first layer
             computed(ffn_view, source, stack, 0, model=ckpt)
     cfg = ckpt.model.config
-    computed(why_scale, tuple(sorted({*WHY_SCALE_DIMS, cfg.d_model // cfg.n_heads})))
+    computed(why_scale, tuple(sorted({*WHY_SCALE_DIMS, cfg.d_k})))
     if has_samples(ckpt):  # the BLEU page: seed 0's answers up to the largest N, scored at its default and largest N
         samples = []
         for chunk in range(chunks_for(max(BLEU_NS))):

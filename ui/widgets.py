@@ -121,7 +121,7 @@ def alphabet_note(tokenizer: Any) -> None:
     if unit != "word" and len(units) <= LISTED_CHARS:
         st.caption(t("common.alphabet.note", chars=markdown_literal("".join(units).replace(" ", ""), limit=200)))
         return
-    kind = "words" if unit == "word" else "chars"
+    kind = {"word": "words", "piece": "pieces"}.get(unit, "chars")
     st.caption(t(f"common.vocabulary.{kind}_note", count=len(units)))
     with st.expander(t(f"common.vocabulary.list_{kind}", count=len(units)), icon=":material/dictionary:"):
         st.markdown(vocabulary_markdown(units, unit))
@@ -130,8 +130,8 @@ def alphabet_note(tokenizer: Any) -> None:
 def vocabulary_markdown(units: tuple[str, ...], unit: str) -> str:
     """The known units as Markdown: words sorted and grouped by their first letter, one line a letter
     (punctuation first); characters in their order, separated by spaces."""
-    if unit != "word":
-        return " ".join(markdown_literal(ch, limit=4) for ch in units if not ch.isspace())
+    if unit != "word":  # characters, or BPE pieces (a few characters each)
+        return " ".join(markdown_literal(ch, limit=4 if unit == "char" else 24) for ch in units if not ch.isspace())
     groups: dict[str, list[str]] = {}
     for word in sorted(units):
         groups.setdefault(word[0] if word[0].isalpha() else "·", []).append(word)

@@ -191,10 +191,12 @@ SETTINGS = [
     Settings("decoding_parallel", "app_pages/decoding.py",
              (ChoiceParam("decoding_placeholder", "unk", choices=dv.PLACEHOLDERS),), {"decoding_view": "parallel"}),
     Settings("training", "app_pages/training.py", (
-        MODEL, *(trs.PARAMS[name] for name in ("task", "preset", "heads", "batch_size", "warmup")), trs.COMPARE,
+        MODEL, *(trs.PARAMS[name] for name in ("task", "preset", "heads", "head_dim", "batch_size", "warmup")), trs.COMPARE,
         trs.PAPER_LR, *(trs.PARAMS[name] for name in ("factor", "label_smoothing", "dropout", "seed", "max_steps",
                                                       "use_padding_mask", "use_look_ahead_mask")),
     )),
+    # The tokens setting is drawn for a translation task only.
+    Settings("training_mt", "app_pages/training.py", (trs.PARAMS["tokens"],), {"training_task": "en-zh"}),
     # The pages below define their params in the page file (a script, not importable): their choices come
     # from explain/ where it has them.
     Settings("feed_forward", "app_pages/feed_forward.py", (

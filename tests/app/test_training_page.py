@@ -426,6 +426,27 @@ def test_the_heads_setting_splits_attention_differently_with_the_same_parameter_
 
 
 @pytest.mark.parametrize("lang", LANGS)
+def test_the_head_width_setting_widens_attention_and_the_count_and_card_follow(app, lang):
+    """#31's third run: 1 head with h× the width (d_k set apart from d_model / heads: more parameters)."""
+    from model.training import parameter_count
+
+    at = open_training(app, lang=lang, training_size="small")
+    assert at.radio(key="training.head_dim").value == "split"
+    assert translate("training.settings.head_dim_split", lang) in at.radio(key="training.head_dim").options
+    split = parameter_count("copy", "small", heads="1")
+    wide = parameter_count("copy", "small", heads="1", head_dim="256")
+    # Three attentions per layer pair, two layers: each gains (3·64·256 + 3·256 + 256·64) − (3·64·64 + 3·64 + 64·64).
+    assert wide - split == 2 * 3 * ((4 * 64 * 256 + 3 * 256) - (4 * 64 * 64 + 3 * 64))
+    at = open_training(app, lang=lang, training_size="small", training_heads="1", training_head_dim="256")
+    assert at.radio(key="training.head_dim").value == "256" and not at.exception
+    assert any(f"{wide:,}" in c for c in texts(at.caption)), texts(at.caption)
+    clean(at.radio(key="training.head_dim").set_value("split").run())
+    assert query(at, "training_head_dim") in (None, "split") and any(f"{split:,}" in c for c in texts(at.caption))
+    at = open_training(app, lang=lang, training_head_dim="<b>9</b>")  # not a choice: the default
+    assert at.radio(key="training.head_dim").value == "split" and not at.exception
+
+
+@pytest.mark.parametrize("lang", LANGS)
 def test_the_papers_schedule_is_drawn_from_the_link_and_the_toggle_with_its_peak_beside_this_runs(app, lang):
     """#31: the paper's learning-rate curve (d_model 512, warmup 4000) on the planned-schedule chart."""
     label = translate("training.schedule.paper_series", lang)

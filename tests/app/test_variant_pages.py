@@ -1,6 +1,6 @@
 """Every page of the model's insides, with a modern-variant model selected as this session's model.
 
-The model is pre-norm + RMSNorm + SwiGLU + RoPE on the ``copy`` task, untrained (random weights are
+The model is pre-norm + RMSNorm + SwiGLU + RoPE, with heads wider than d_model / heads, on the ``copy`` task, untrained (random weights are
 enough: the pages must draw what any model of these kinds returns), saved and loaded back as the
 Training page's "use this model" would leave it. Each page view must run without an exception and
 draw its charts.
@@ -24,7 +24,8 @@ from ui.i18n import translate
 from ui.tour import stop
 
 NAME = "modern-copy"
-MODERN = dict(norm_first=True, norm_kind="rms", ffn_kind="swiglu", position_kind="rope")
+# head_dim: 2 heads of 12 (24 wide together, not d_model 16), so no page may assume H·d_k = d_model.
+MODERN = dict(norm_first=True, norm_kind="rms", ffn_kind="swiglu", position_kind="rope", head_dim=12)
 NO_CHART = [  # views that print or tabulate instead of drawing (with the paper's model too)
     ("masks", {"masks_view": "printout"}), ("attention", {"attention_view": "ablation"}), ("decoding", {"decoding_view": "compare"}),
 ]
@@ -35,6 +36,7 @@ VIEWS = [  # (page, URL query): the sections of the pages that read the model
     ("attention", {"attention_view": "overview", "attention_kind": "cross"}),
     *[("decoding", {"decoding_view": view}) for view in ("steps", "compare", "forcing")],
     ("decoding", {"decoding_strategy": "beam"}),
+    ("feed_forward", {}), ("residual_stream", {}), ("layer_norm", {}), ("output_and_loss", {}),
 ]
 
 

@@ -16,7 +16,7 @@ VIEWS = (  # every page, and the sections of a page that draw something else
     "/", "/tokens", "/masks", "/masks?masks_view=printout", "/masks?masks_view=effect", "/masks?masks_view=row", "/masks?masks_view=sparse", "/masks?masks_view=families",
     "/positional-encoding", "/attention", "/attention?attention_view=heads", "/attention?attention_view=inside",
     "/attention?attention_view=stats", "/attention?attention_view=ablation", "/decoding", "/decoding?decoding_view=compare",
-    "/decoding?decoding_view=forcing", "/training",
+    "/decoding?decoding_view=forcing", "/training", "/training?training_task=en-zh&training_tokens=bpe&training_head_dim=256",
     "/feed-forward", "/feed-forward?feed_forward_view=position", "/feed-forward?feed_forward_view=params", "/residual-stream",
     "/residual-stream?residual_stream_view=off", "/residual-stream?residual_stream_view=dropout", "/layer-norm", "/output-and-loss", "/output-and-loss?output_and_loss_view=seed",
     "/output-and-loss?output_and_loss_view=loss", "/output-and-loss?output_and_loss_view=smoothing", "/bleu", "/bleu?bleu_view=worked", "/bleu?bleu_view=int8",

@@ -16,7 +16,7 @@ TOL = 1e-5
 VARIANTS = [
     dict(norm_first=nf, norm_kind=nk, ffn_kind=fk, position_kind=pk)
     for nf, nk, fk, pk in itertools.product((False, True), NORM_KINDS, FFN_KINDS, POSITION_KINDS)
-]
+] + [dict(head_dim=24), dict(head_dim=5, position_kind="rope", norm_first=True)]  # heads wider than d/H; odd
 SOURCE = [5, 9, 3, 11, 7, 4]
 
 

@@ -417,7 +417,7 @@ def test_every_page_setting_is_declared_once_and_the_rest_is_derived_from_it():
 
 def test_shared_links_keep_their_parameter_names_and_widgets_their_keys():
     assert {name: param.name for name, param in trs.PARAMS.items()} == {
-        "task": "training_task", "preset": "training_size", "heads": "training_heads", "norm_first": "training_prenorm", "norm_kind": "training_norm",
+        "task": "training_task", "tokens": "training_tokens", "preset": "training_size", "heads": "training_heads", "head_dim": "training_head_dim", "norm_first": "training_prenorm", "norm_kind": "training_norm",
         "ffn_kind": "training_ffn", "position_kind": "training_pos", "warmup": "training_warmup", "factor": "training_factor",
         "label_smoothing": "training_eps", "dropout": "training_dropout", "batch_size": "training_batch", "seed": "training_seed", "max_steps": "training_steps",
         "use_padding_mask": "training_pad", "use_look_ahead_mask": "training_ahead",

@@ -123,7 +123,8 @@ def _loss_chart(snap: RunSnapshot, runs: list[tuple[str, RunSnapshot]]) -> None:
     st.markdown(f"**{t('training.chart.loss_heading')}**")
     spec = fig.line_spec("loss", "loss", x_title=t("training.chart.step"), y_title=t("training.chart.loss"),
                          series=[label for label, _ in runs], y_format=".2f")
-    floor = loss_floor(snap.config["task"], snap.config["label_smoothing"])
+    floor = loss_floor(snap.config["task"], snap.config["label_smoothing"], snap.config.get("tokens", "words"),
+                       snap.config.get("seed", 0))
     st.vega_lite_chart(fig.with_datasets(
         fig.with_floor(spec, "floor", "loss"),
         loss=fig.series_table(_series(runs, lambda s: s.losses), "loss"),
@@ -162,7 +163,10 @@ def _speed_chart(snap: RunSnapshot, this: str) -> None:
 
 
 def probe_source_text(task: str, tokens: list[str]) -> str:
-    """The probe's source as it was typed: characters joined, words (a translation task's English) spaced."""
+    """The probe's source as it was typed: characters joined, words (a translation task's English) spaced,
+    BPE pieces joined with each ▁ (a word's start) a space again."""
+    if any(token.startswith("▁") for token in tokens):
+        return "".join(tokens).replace("▁", " ").strip()
     return (" " if get_task(task).source_tokenizer().unit == "word" else "").join(tokens)
 
 

@@ -21,7 +21,7 @@ from ui.training.settings import COMPARED_FIELDS, DEFAULTS
 from ui.training.status import STOPPED_REASONS, format_count, format_duration
 
 _FLAGS = ("norm_first", "use_padding_mask", "use_look_ahead_mask")  # true / false settings
-_KINDS = ("heads", "norm_kind", "ffn_kind", "position_kind")  # settings named by their kind
+_KINDS = ("tokens", "heads", "head_dim", "norm_kind", "ffn_kind", "position_kind")  # settings named by their kind
 SHOW_KEY = "training.compare_show_{number}"
 REMOVE_KEY = "training.compare_remove_{number}"
 

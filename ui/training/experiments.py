@@ -59,9 +59,11 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment("smoothing_mt", {"task": "en-zh", "preset": "tiny", "max_steps": 400},
                ({"label_smoothing": 0.1}, {"label_smoothing": 0.0}), seconds=16),
     # Session 23, through the page's settings, step 800, equal parameters (242,929): 1 head (d_k 64) loss 1.10,
-    # exact match 48 %; 4 heads (d_k 16) loss 1.36, 28 % (37 s on a nearly quiet core).
+    # exact match 48 %; 4 heads (d_k 16) loss 1.36, 28 % (37 s on a nearly quiet core). Session 24, the same runs
+    # again (identical), and 1 head of d_k 256 (541,297 parameters): loss 2.94, 0 % (384 s at load average ~5);
+    # seed 1: d_k 256 loss 2.43, 1 %; 1 head of d_k 64 loss 1.04, 53 %.
     Experiment("heads", {"task": "reverse", "preset": "small", "max_steps": 800},
-               ({"heads": "1"}, {"heads": "preset"}), seconds=40),
+               ({"heads": "1"}, {"heads": "preset"}, {"heads": "1", "head_dim": "256"}), seconds=40),
 )
 BY_KEY = {experiment.key: experiment for experiment in EXPERIMENTS}
 

@@ -14,9 +14,11 @@ from typing import Any
 
 import streamlit as st
 
+from explain.tasks import bpe_change
 from model.config import VARIANT_KINDS, InvalidConfig, Problem, ffn_parameter_count, swiglu_hidden
-from model.tasks import TRANSLATION_TASKS
-from model.training import MODEL_PRESETS, PAGE_SETTINGS, PageSetting, TrainingConfig, parameter_count
+from model.tasks import BPE_CORPUS_PAIRS, BPE_MERGES, TRANSLATION_TASKS
+from model.training import MODEL_PRESETS, PAGE_SETTINGS, SPLIT_WIDTH, PageSetting, TrainingConfig, parameter_count
+from ui.cache import computed
 from ui.i18n import t
 from ui.training.session import max_run_seconds
 from ui.url_state import BoolParam, ChoiceParam, FloatParam, IntParam, Param, markdown_literal
@@ -56,7 +58,8 @@ def _to_config(self: Any, max_seconds: float | None = None) -> TrainingConfig:
     """The engine's config (:class:`~model.config.InvalidConfig` when the engine refuses these settings):
     the settings plus the server's fixed knobs (time cap, evaluation and probe intervals)."""
     return TrainingConfig(
-        **dataclasses.asdict(self), max_seconds=max_seconds if max_seconds is not None else max_run_seconds(),
+        **{**dataclasses.asdict(self), "tokens": effective_tokens(self)},
+        max_seconds=max_seconds if max_seconds is not None else max_run_seconds(),
         eval_every=min(max(self.max_steps // 20, 10), 100), eval_size=EVAL_SIZE,
         probe_every=min(max(self.max_steps // 40, 5), 50),
     )
@@ -91,6 +94,17 @@ def is_translation(task: str) -> bool:
     return task in TRANSLATION_TASKS
 
 
+def effective_tokens(settings: Any) -> str:
+    """The tokens a run of ``settings`` reads: the tokens setting for a translation task; a character task
+    always reads its own characters (the page does not offer the setting there, but the URL may carry it)."""
+    return settings.tokens if is_translation(settings.task) else DEFAULTS["tokens"]
+
+
+def token_fields(config: dict[str, Any]) -> tuple[str, ...]:
+    """("tokens",) for a run of a translation task (its settings line names them), () for a character task."""
+    return ("tokens",) if is_translation(config.get("task")) else ()
+
+
 # ------------------------------------------------------------------ the settings in words
 
 
@@ -116,6 +130,11 @@ def preset_label(preset: str) -> str:
              layers=p["n_layers"], heads=p["n_heads"])
 
 
+def head_width_label(choice: str) -> str:
+    """The head-width setting's option: "d_model / heads" (the paper's split) or a width."""
+    return t("training.settings.head_dim_split") if choice == SPLIT_WIDTH else choice
+
+
 def preset_name(preset: str) -> str:
     """A model size's name in the session's language (``tiny`` is 微型 in Chinese)."""
     return t(f"training.preset_name.{preset}")
@@ -138,7 +157,22 @@ def parameter_text(settings: Settings) -> str | None:
         return None
     sizes = MODEL_PRESETS[settings.preset]
     d_model, d_ff = sizes["d_model"], sizes["d_ff"]
-    params = parameter_count(settings.task, settings.preset, heads=settings.heads, **variant_fields(settings))
+    params = parameter_count(settings.task, settings.preset, heads=settings.heads, head_dim=settings.head_dim,
+                             tokens=effective_tokens(settings), **variant_fields(settings))
     return t("training.variant.params", params=f"{params:,}", d_ff=d_ff, hidden=swiglu_hidden(d_ff),
              relu=f"{ffn_parameter_count(d_model, d_ff, 'relu'):,}",
              swiglu=f"{ffn_parameter_count(d_model, d_ff, 'swiglu'):,}")
+
+
+def bpe_text(settings: Settings) -> str:
+    """What reading the translation task in BPE pieces changes, measured on the pairs the merges are learnt
+    from: each side's vocabulary and tokens per sentence (its own tokens → BPE pieces), and an unseen word's pieces."""
+    change = computed(bpe_change, settings.task, settings.seed)
+    sides = {}
+    for prefix, side in (("src", change.source), ("tgt", change.target)):
+        sides.update({f"{prefix}_lang": t(f"training.tokens.lang_{side.language}"),
+                      f"{prefix}_own_unit": t(f"training.tokens.own_unit_{side.language}"),
+                      f"{prefix}_vocab_own": side.vocab_own, f"{prefix}_vocab_bpe": side.vocab_bpe,
+                      f"{prefix}_mean_own": f"{side.mean_own:.1f}", f"{prefix}_mean_bpe": f"{side.mean_bpe:.1f}"})
+    return t("training.tokens.caption", merges=BPE_MERGES, pairs=f"{BPE_CORPUS_PAIRS:,}", word=change.unseen_word,
+             pieces=" ".join(f"`{piece}`" for piece in change.unseen_pieces), **sides)
