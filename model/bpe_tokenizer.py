@@ -23,8 +23,8 @@ import torch
 from tokenizers import Tokenizer as LibraryTokenizer
 from tokenizers import models, pre_tokenizers, trainers
 
-from model.tokenizer import (BOS_ID, EOS_ID, PAD_ID, REPLACEMENT_CHAR, SPECIAL_TOKENS, UNK_ID, CharTokenizer,
-                             Encoding, UnknownChar, split_words)
+from model.tokenizer import (BOS_ID, EOS_ID, REPLACEMENT_CHAR, SPECIAL_TOKENS, UNK_ID, CharTokenizer, Encoding,
+                             UnknownChar, shown_tokens, split_words)
 
 WORD_START = "▁"  # U+2581, written in front of every word (SentencePiece's mark)
 UNK = SPECIAL_TOKENS[UNK_ID]
@@ -192,15 +192,7 @@ class BpeTokenizer:
         the pieces as :meth:`token_strings` writes them, joined."""
         if not skip_special:
             return "".join(self.token_strings(ids))
-        n = len(self._itos)
-        out: list[str] = []
-        for i in self._as_int_list(ids):
-            if i == EOS_ID:
-                break
-            if i in (PAD_ID, BOS_ID):
-                continue
-            out.append(REPLACEMENT_CHAR if i == UNK_ID or not 0 <= i < n else self._itos[i])
-        text = "".join(out).replace(WORD_START, " ")
+        text = "".join(shown_tokens(self._as_int_list(ids), self._itos)).replace(WORD_START, " ")
         return text[1:] if text.startswith(" ") else text
 
     # ----------------------------------------------------------- serialisation

@@ -345,8 +345,11 @@ def _parameter_count(config: TransformerConfig) -> int:
         return sum(p.numel() for p in Transformer(config).parameters())
 
 
-def _check_payload(payload: object) -> tuple[TransformerConfig, Tokenizer, Tokenizer, dict, dict, int]:
-    """Everything but the weights, checked against the schema and the limits before anything is built."""
+def _check_payload(payload: object, *, count_parameters: bool = True,
+                   ) -> tuple[TransformerConfig, Tokenizer, Tokenizer, dict, dict, int]:
+    """Everything but the weights, checked against the schema and the limits before anything is built.
+    ``count_parameters=False`` leaves out the limit on the parameter count, which guards the memory of a model
+    about to be built and needs one built on the meta device to count (``model.checkpoint_header`` builds none)."""
     if not isinstance(payload, dict) or not isinstance(payload.get("format"), str) or payload["format"] != FORMAT:
         raise CheckpointError("not_checkpoint")
     version = payload.get("format_version")
@@ -364,7 +367,7 @@ def _check_payload(payload: object) -> tuple[TransformerConfig, Tokenizer, Token
         config = TransformerConfig.from_dict(payload["config"])
     except (TypeError, ValueError) as err:
         raise CheckpointError("bad_config", problem=str(err).rstrip(".")) from None
-    params = _parameter_count(config)
+    params = _parameter_count(config) if count_parameters else 0
     if params > LIMITS.parameters:
         raise CheckpointError("too_big", problem=f"{params:,} parameters, over this app's limit of "
                                                   f"{LIMITS.parameters:,}")

@@ -50,6 +50,19 @@ class Encoding:
     unknown: tuple[UnknownChar, ...]
 
 
+def shown_tokens(ids: Iterable[int], itos: Sequence[str]) -> list[str]:
+    """The tokens a decoded text is made of: up to the first ``<eos>``, without ``<pad>``/``<bos>``, with
+    ``<unk>`` (or an id out of range) as U+FFFD. Every tokenizer's ``decode`` joins these its own way."""
+    out: list[str] = []
+    for i in ids:
+        if i == EOS_ID:
+            break
+        if i in (PAD_ID, BOS_ID):
+            continue
+        out.append(REPLACEMENT_CHAR if i == UNK_ID or not 0 <= i < len(itos) else itos[i])
+    return out
+
+
 class CharTokenizer:
     """Maps each character of a fixed alphabet to one id.
 
@@ -190,18 +203,7 @@ class CharTokenizer:
         """
         if not skip_special:
             return "".join(self.token_strings(ids))
-        n = len(self._itos)
-        out: list[str] = []
-        for i in self._as_int_list(ids):
-            if i == EOS_ID:
-                break
-            if i in (PAD_ID, BOS_ID):
-                continue
-            if i == UNK_ID or not 0 <= i < n:
-                out.append(REPLACEMENT_CHAR)
-            else:
-                out.append(self._itos[i])
-        return "".join(out)
+        return "".join(shown_tokens(self._as_int_list(ids), self._itos))
 
     # ----------------------------------------------------------- serialisation
     def to_dict(self) -> dict[str, str]:
@@ -315,15 +317,7 @@ class WordTokenizer:
         """Words joined by single spaces; with ``skip_special`` stop at ``<eos>`` and write ``<unk>`` as U+FFFD."""
         if not skip_special:
             return " ".join(self.token_strings(ids))
-        n = len(self._itos)
-        out: list[str] = []
-        for i in self._as_int_list(ids):
-            if i == EOS_ID:
-                break
-            if i in (PAD_ID, BOS_ID):
-                continue
-            out.append(REPLACEMENT_CHAR if i == UNK_ID or not 0 <= i < n else self._itos[i])
-        return " ".join(out)
+        return " ".join(shown_tokens(self._as_int_list(ids), self._itos))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able description: ``{"kind": "word", "words": [...]}``."""
