@@ -18,6 +18,7 @@ from ui.i18n import LANGS, translate
 
 
 EXCEPTION = '[data-testid="stException"]'
+MAIN = '[data-testid="stMain"]'
 CHART = '[data-testid="stVegaLiteChart"]'
 THREADS = re.compile(r"training-threads-alive: (\d+)")
 MS = 1000
@@ -249,3 +250,22 @@ def test_finished_run_used_elsewhere_downloaded_and_uploaded(open_tab, wait_for_
     # The same name, now from a file: the sidebar says so (not "trained here").
     expect(chosen).to_have_value(translate("common.model.label_uploaded", "zh", name="reverse-tiny-1"))
     assert p.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_translation_run_on_bpe_pieces_says_what_changes_and_trains(open_tab, wait_for_app, screenshot, lang):
+    """#32: the tokens setting of a translation task, its measured caption, and a short run on the pieces."""
+    _, p = open_tab(f"/training?lang={lang}&training_task=en-zh&training_tokens=bpe&training_steps=12",
+                    locale="zh-CN" if lang == "zh" else "en-US")
+    expect(p.get_by_role("radio", name=translate("training.settings.tokens_bpe", lang))).to_be_checked()
+    caption = p.get_by_text(re.compile("▁"))  # the unseen word's pieces, each word start written ▁
+    expect(caption.first).to_be_visible()
+    named = p.locator(MAIN).get_by_text(re.compile(re.escape(translate("training.compare.setting.tokens.bpe", lang))))
+    before = named.count()  # the setting's own option
+    p.get_by_role("button", name=translate("training.control.start", lang)).click()
+    expect(p.get_by_text(translate("training.run.finished_step_cap", lang, step=12))).to_be_visible(timeout=120 * MS)
+    wait_for_app(p)
+    expect(named).not_to_have_count(before)  # the run's settings line (and its row in the compare list) name the pieces
+    expect(p.get_by_role("heading", name=translate("training.probe.heading", lang))).to_be_visible()
+    assert p.locator(EXCEPTION).count() == 0
+    screenshot(p, f"training_bpe_run_{lang}")
