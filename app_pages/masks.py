@@ -7,8 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from explain.masks import (PATTERNS, SELF_ATTENTION_KINDS, SHOWN_PADS, HeadMap, PairTokens, Pattern,
-                           RestrictedAnswers, family_masks, flipped, head_map, leak_share, mask_frame, mask_set,
-                           masked_attention, pair_tokens, pattern_view, restricted_answers, row_steps, seed_example)
+                           RestrictedAnswers, family_masks, flipped, greedy_answer, head_map, leak_share, mask_frame,
+                           mask_set, masked_attention, pair_tokens, pattern_view, row_steps, seed_example)
 from explain.code import fully_masked_row
 from explain.tokens import fallback_tokenizer
 from figures.labels import display_token
@@ -239,7 +239,9 @@ def answers_section(ckpt, sentence: str, pattern: Pattern) -> None:
     st.markdown(t("masks.sparse.model_intro"))
     decoder = st.toggle(t("masks.sparse.decoder_switch"), key=bind(SPARSE_DECODER, key="masks.sparse_decoder"),
                         help=t("masks.sparse.decoder_help"))
-    answers = computed(restricted_answers, sentence, pattern, decoder, model=ckpt)
+    # Two cache entries: the full masks' answer is the same for every pattern, so a switch decodes once, not twice.
+    answers = RestrictedAnswers(full=computed(greedy_answer, sentence, model=ckpt),
+                                restricted=computed(greedy_answer, sentence, pattern, decoder, model=ckpt))
     where = t("masks.sparse.where_both" if decoder else "masks.sparse.where_encoder")
     rows = ((t("masks.sparse.full_mask"), answers.full), (f"{pattern_name(pattern)} ({where})", answers.restricted))
     st.dataframe(pd.DataFrame({t("masks.sparse.col_mask"): [name for name, _ in rows],

@@ -415,6 +415,28 @@ def test_the_answers_are_the_models_own(app, checkpoint_dir):
     assert at.toggle(key="masks.sparse_decoder").value is True
 
 
+def test_a_pattern_switch_decodes_only_the_patterns_answer(app, monkeypatch):
+    """The full masks' answer is the same for every pattern: one decode per sentence, then one per pattern."""
+    import functools
+
+    from ui import cache
+
+    real, patterns = em.greedy_answer, []
+
+    @functools.wraps(real)
+    def counted(ckpt, source, pattern=None, decoder=False, should_stop=None):
+        patterns.append(pattern)
+        return real(ckpt, source, pattern, decoder, should_stop)
+
+    monkeypatch.setattr(em, "greedy_answer", counted)
+    cache.clear()
+    at = open_masks(app, sent="0", masks_view="sparse", masks_pattern="window", masks_radius="1")
+    assert patterns == [None, em.Pattern("window", radius=1)]
+    patterns.clear()
+    clean(at.slider(key="masks.radius").set_value(2).run())
+    assert patterns == [em.Pattern("window", radius=2)]
+
+
 @pytest.mark.parametrize("pattern, sizes, sliders", [
     ("window", {"masks_radius": "3"}, ["masks.radius"]),
     ("block", {"masks_block": "4"}, ["masks.block"]),
