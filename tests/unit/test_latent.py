@@ -13,22 +13,9 @@ from torch.utils.flop_counter import FlopCounterMode
 from explain import attention as xa
 from explain import cost, latent
 from model.config import TransformerConfig
-from model.tokenizer import CharTokenizer
-from model.transformer import Transformer
+from tests.untrained import untrained_checkpoint
 
 SMALL = TransformerConfig(20, 20, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=64)
-
-
-class Plain:
-    """What explain.attention needs of a checkpoint: a model and a tokenizer."""
-
-    def __init__(self, seed: int = 0) -> None:
-        torch.manual_seed(seed)
-        self.tokenizer = CharTokenizer("abcdefgh ")
-        v = self.tokenizer.vocab_size
-        self.model = Transformer(TransformerConfig(v, v, d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.0,
-                                                   max_len=24)).eval()
-        self.task = {"name": "copy"}
 
 
 @pytest.fixture(autouse=True)
@@ -136,7 +123,7 @@ def test_the_formula_counts_the_multiply_adds_that_torch_runs(n, k, heads, d_k):
 
 
 def test_the_maps_of_a_real_forward_use_the_heads_q_k_and_its_real_map():
-    ckpt = Plain()
+    ckpt = untrained_checkpoint()
     sentence = "abcdefgh abc"
     maps = latent.latent_maps(ckpt, sentence, 4, layer=2, head=2)
     view = xa.attention_view(ckpt, sentence, "", need_details=True)
@@ -155,7 +142,7 @@ def test_the_maps_of_a_real_forward_use_the_heads_q_k_and_its_real_map():
 
 
 def test_more_latents_than_tokens_use_one_per_token():
-    maps = latent.latent_maps(Plain(), "abc", 32)
+    maps = latent.latent_maps(untrained_checkpoint(), "abc", 32)
     n = len(maps.tokens)
     assert maps.latents == n
     assert maps.stretches == tuple((i, i) for i in range(n))
