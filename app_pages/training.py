@@ -14,6 +14,7 @@ fragment of their own (:func:`control_row`): Pause redraws only them, and the li
 page as paused on its next tick.
 """
 from datetime import timedelta
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -484,12 +485,20 @@ def upload_section() -> None:
             st.success(t(key, **args), icon=":material/check_circle:")
 
 
+def section(draw: Callable[..., Any], *args: Any) -> Any:
+    """``draw(*args)`` inside a container of its own: each section is one element of the page however many it
+    draws, so the ones below keep their place (and their state in the browser: a file being uploaded, an open
+    panel) when a run finishing, or a message shown once, changes the sections above."""
+    with st.container():
+        return draw(*args)
+
+
 with page("training", model=False, try_this="bottom"):
-    settings_form()
+    section(settings_form)
     session = ts.session_training()
-    controls(session)
-    experiments.experiments_section(session)
-    run_panel(session)
-    results(session)
-    upload_section()
-    exercise_panel("training")
+    section(controls, session)
+    section(experiments.experiments_section, session)
+    section(run_panel, session)
+    section(results, session)
+    section(upload_section)
+    section(exercise_panel, "training")

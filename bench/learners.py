@@ -26,6 +26,7 @@ import json
 import os
 import random
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -34,6 +35,7 @@ from typing import Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import load  # noqa: E402
+from bench.server import logged_tracebacks  # noqa: E402
 from explain.exercises import EXERCISES, reference_source  # noqa: E402
 
 EXERCISE = EXERCISES["look_ahead_mask"]
@@ -172,13 +174,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ramp", type=float, default=10.0, help="seconds over which the sessions arrive")
     p.add_argument("--timeout", type=float, default=900.0)
     args = p.parse_args(argv)
-    proc, url = load.start_server(env={"TP_LEARNER_CODE": "on"})
-    try:
-        report = run_learners(url, proc.pid, learners=args.learners, browsers=args.browsers, checks=args.checks,
-                              think=tuple(args.think), browse_think=tuple(args.browse_think), rounds=args.rounds,
-                              ramp=args.ramp, timeout=args.timeout, log=lambda m: print(m, file=sys.stderr))
-    finally:
-        load.stop_server(proc)
+    with tempfile.TemporaryDirectory(prefix="tp-learners-") as folder:
+        server_log = Path(folder) / "server.log"
+        proc, url = load.start_server(env={"TP_LEARNER_CODE": "on"}, log_path=server_log)
+        try:
+            report = run_learners(url, proc.pid, learners=args.learners, browsers=args.browsers, checks=args.checks,
+                                  think=tuple(args.think), browse_think=tuple(args.browse_think), rounds=args.rounds,
+                                  ramp=args.ramp, timeout=args.timeout, log=lambda m: print(m, file=sys.stderr))
+        finally:
+            load.stop_server(proc)
+        if not report["ok"]:  # the cause of an error a visitor saw as one sentence is in the server's log
+            print(f"the run did not go right; the server's log:\n{logged_tracebacks(server_log)}", file=sys.stderr)
     print(json.dumps(report))
     return 0 if report["ok"] else 1
 

@@ -27,6 +27,14 @@ START_TIMEOUT_S = 120
 STREAMLIT_RUN: tuple[str, ...] = (sys.executable, "-m", "streamlit", "run")
 
 
+def logged_tracebacks(path: Path, limit: int = 4000) -> str:
+    """The tracebacks a server wrote to its log at ``path`` (``ui.page_errors`` logs what a visitor sees as one
+    sentence), the last ``limit`` characters: for a failure's message."""
+    text = path.read_text(errors="replace") if path.exists() else ""
+    start = text.find("Traceback")
+    return text[start:][-limit:] if start >= 0 else "(no traceback in the server's log)"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -15,6 +15,7 @@ import time
 import pytest
 from streamlit.runtime.caching import cache_resource_api
 from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import Block
 
 from tests.app.apptest_helpers import clean, open_script, query, texts
 from model import training as engine
@@ -273,17 +274,32 @@ def test_model_sizes_are_translated_in_chinese(app):
     assert [option.split(" (")[0] for option in english] == list(engine.MODEL_PRESETS)  # the English labels stay
 
 
+def upload_place(at: AppTest) -> int:
+    """Where the upload panel sits among the page's elements (its index in the main column)."""
+    heading = translate("training.upload.heading", "en")
+    places = [i for i, child in at.main.children.items()
+              if isinstance(child, Block) and any(getattr(e, "label", None) == heading
+                                                  for e in [child, *child.expander])]
+    assert len(places) == 1, places
+    return places[0]
+
+
 def test_a_finished_run_offers_samples_use_and_download(app):
     at = open_training(app, training_steps="8")
+    before = upload_place(at)
     clean(at.button(key="training.start").click().run())
     done = translate("training.run.finished_step_cap", "en", step=8)
     at = rerun_until(at, lambda a: done in texts(a.success))
+    # A finished run draws more above the upload panel, yet it keeps its place: the browser keeps it (open, a file
+    # being uploaded) instead of drawing a new one.
+    assert upload_place(at) == before
     assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == ts.SAMPLE_COUNT
     assert at.get("download_button")
     assert len(at.select_slider(key="training.probe_step").options) >= 2  # look back at snapshots
     clean(at.button(key="training.use").click().run())
     assert at.session_state["model"] == "copy-tiny-1"
     assert translate("training.use.done", "en", name="copy\\-tiny\\-1") in texts(at.success)
+    assert upload_place(at) == before  # a message shown once above it does not move it either
     # (AppTest cannot rerun once a session-only model is selected: it formats the sidebar's choice
     # outside the session; the browser test walks to another page with it.)
 

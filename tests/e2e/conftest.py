@@ -78,10 +78,7 @@ stop_server = bench_server.stop_server
 def logged_failures(log_name: str, limit: int = 4000) -> str:
     """The tracebacks ``ui.page_errors`` wrote to ``test-artifacts/<log_name>.log`` (a visitor sees one
     sentence; the log holds the cause), the last ``limit`` characters: for a failing test's message."""
-    path = ARTIFACTS / f"{log_name}.log"
-    text = path.read_text(errors="replace") if path.exists() else ""
-    start = text.find("Traceback")
-    return text[start:][-limit:] if start >= 0 else "(no traceback in the server's log)"
+    return bench_server.logged_tracebacks(ARTIFACTS / f"{log_name}.log", limit)
 
 
 @pytest.fixture(scope="session")

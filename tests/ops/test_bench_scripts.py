@@ -49,7 +49,8 @@ def run_script(name: str) -> dict:
     """Run ``bench/<name>`` with its quick arguments; its last stdout line, parsed as JSON."""
     out = subprocess.run([sys.executable, str(BENCH / name), *QUICK[name]], cwd=ROOT, capture_output=True,
                          text=True, timeout=TIMEOUT_S)
-    assert out.returncode == 0, f"{name} exited {out.returncode}:\n{out.stderr[-4000:]}"
+    # The summary says why a run failed (``ok``: its errors, unanswered presses, processes left): show it whole.
+    assert out.returncode == 0, f"{name} exited {out.returncode}:\n{out.stderr[-4000:]}\n{out.stdout[-4000:]}"
     lines = out.stdout.strip().splitlines()
     assert lines, f"{name} printed nothing"
     summary = json.loads(lines[-1])
