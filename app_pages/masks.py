@@ -298,7 +298,10 @@ def families_section(pair: PairTokens) -> None:
         plot(labelled_mask(m.mask, m.cols, m.rows, title=title, title_room=room, **mask_labels()), where=where,
              key=f"masks.families.{family}.{part}")
 
-    st.markdown(f"**{t('masks.families.encoder_decoder.name')}.** {t('masks.families.encoder_decoder.body')}")
+    def lead(family: str) -> str:  # "**name.** body" in English, "**name**：body" in Chinese
+        return t("masks.families.lead", name=t(f"masks.families.{family}.name"), body=t(f"masks.families.{family}.body"))
+
+    st.markdown(lead("encoder_decoder"))
     parts = ("encoder_self", "decoder_self", "cross")
     titles = [t(f"masks.families.part.{part}") for part in parts]
     for column, part, title in zip(st.columns(3), parts, titles):
@@ -306,7 +309,7 @@ def families_section(pair: PairTokens) -> None:
     singles = (("encoder_only", "bidirectional"), ("decoder_only", "causal"))
     titles = [t(f"masks.families.part.{part}") for _, part in singles]
     for column, (family, part), title in zip(st.columns(2), singles, titles):
-        column.markdown(f"**{t(f'masks.families.{family}.name')}.** {t(f'masks.families.{family}.body')}")
+        column.markdown(lead(family))
         draw(family, part, title, title_lines(titles), column)
     st.caption(t("masks.families.caption"))
     st.markdown(f"**{t('masks.families.table_heading')}**")

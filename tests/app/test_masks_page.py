@@ -511,6 +511,11 @@ def test_the_families_section_draws_each_familys_mask_and_the_table_of_pages(app
     assert ticks(gpt) == ["h", "i", "!", "&lt;sep&gt;", "h", "i", "!"]
     shown = [m.value for m in at.markdown]
     assert any(translate("masks.families.note.no_cross", lang) in m and m.startswith("| ") for m in shown)
+    for family in ("encoder_decoder", "encoder_only", "decoder_only"):  # each family's name, bold, leads its text
+        name = translate(f"masks.families.{family}.name", lang)
+        lead = next(m for m in shown if m.startswith(f"**{name}"))
+        assert lead.startswith(f"**{name}.** " if lang == "en" else f"**{name}**：")  # no English full stop in 中文
+        assert lead.endswith(translate(f"masks.families.{family}.body", lang))
     assert translate("masks.families.table_caption", lang) in captions(at)
     assert not at.main.toggle  # the padding / look-ahead switches belong to the other views
 
