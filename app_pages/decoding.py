@@ -120,7 +120,7 @@ def step_by_step(ckpt, source: str) -> None:
         head = st.segmented_control(t("decoding.head"), list(range(1, cfg.n_heads + 1)), required=True,
                                     key=bind(IntParam("decoding_head", 1, lo=1, hi=cfg.n_heads), key="decoding.head"))
     step_view(trace, strategy, layer, head, cfg.n_heads, unit_of(target_tokenizer(ckpt)),
-              t("decoding.source_axis", **unit_names(ckpt)))
+              t("decoding.source_axis", **unit_names(ckpt)), alpha if strategy == "beam" else 0.0)
     st.caption(" ".join((t("decoding.steps.triangle_caption"), t("decoding.steps.topk_caption", k=TRACE_K),
                          t("decoding.steps.cross_caption"))))
     smoothing_note(ckpt, "decoding.smoothing_note")
@@ -150,10 +150,11 @@ def step_controls(n: int) -> int:
 
 @fragment
 def step_view(trace: DecodeTrace, strategy: str, layer: int, head: int, n_heads: int, unit: str = "char",
-              source_axis: str = "") -> None:
+              source_axis: str = "", alpha: float = 0.0) -> None:
     """The step controls and what the chosen step shows (``unit``: what one output token is, "char" or
-    "word"; ``source_axis``: the cross-attention's x title, "Source word" or "Source character"). A fragment: moving through the steps reruns only this part of the page (the trace is already
-    decoded)."""
+    "word"; ``source_axis``: the cross-attention's x title, "Source word" or "Source character"; ``alpha``:
+    beam search's length penalty, for the tree's hovers). A fragment: moving through the steps reruns only
+    this part of the page (the trace is already decoded)."""
     n = len(trace.steps)
     status = st.empty()  # above the slider, though it says what the slider chose
     step = step_controls(n) if n > 1 else 1
@@ -167,6 +168,9 @@ def step_view(trace: DecodeTrace, strategy: str, layer: int, head: int, n_heads:
     plot(step_figure(trace, step, layer, head, n_heads, source_axis), key="decoding.step_figure", config=PLOT_CONFIG)
     if strategy == "beam" and step <= len(trace.beams):
         st.dataframe(beams_table(trace, beam_columns(), step), hide_index=True, width="stretch")
+    if strategy == "beam":  # where this step's beams sit in the whole search
+        plot(tree_figure(beam_tree(trace), alpha, current=step), key="decoding.step_tree", config=PLOT_CONFIG)
+        st.caption(t("decoding.steps.tree_caption", step=step))
 
 
 def step_status(trace: DecodeTrace, step: int, unit: str = "char") -> str:
@@ -252,15 +256,20 @@ def node_hover(node: BeamNode, alpha: float, names: dict[str, str]) -> str:
                          normalised=f"{node.rank_score:.3f}", status=names[node.status])).replace("\n", "<br>")
 
 
-def tree_view(tree: BeamTree, beam_size: int, alpha: float) -> None:
-    """Every hypothesis beam search kept or finished, as a tree over the steps, the answer's path in red."""
+def tree_figure(tree: BeamTree, alpha: float, current: int | None = None):
+    """The tree's chart (``current``: the step a band marks)."""
     nodes, names = tree.nodes, status_names()
-    fig = pictures.beam_tree(
+    return pictures.beam_tree(
         [n.step for n in nodes], [n.rank for n in nodes], [n.label for n in nodes], [n.status for n in nodes],
         [n.parent for n in nodes], [n.chosen for n in nodes], [node_hover(n, alpha, names) for n in nodes],
         names={**names, "chosen": t("decoding.tree.chosen")}, step_title=t("decoding.tree.step_axis"),
-        rank_title=t("decoding.tree.rank_axis"), down=is_narrow())
-    plot(fig, key="decoding.beam_tree", config=PLOT_CONFIG)
+        rank_title=t("decoding.tree.rank_axis"), down=is_narrow(), current=current)
+
+
+def tree_view(tree: BeamTree, beam_size: int, alpha: float) -> None:
+    """Every hypothesis beam search kept or finished, as a tree over the steps, the answer's path in red."""
+    names = status_names()
+    plot(tree_figure(tree, alpha), key="decoding.beam_tree", config=PLOT_CONFIG)
     st.caption(" ".join((t("decoding.tree.caption"), t("decoding.tree.not_drawn"))))
     if beam_size == 1:
         st.info(t("decoding.tree.greedy" if alpha == 0 else "decoding.tree.greedy_alpha"),

@@ -264,6 +264,7 @@ STATUS_MARKERS = {  # a beam-search hypothesis: (symbol, colour) of its node, by
     "open": ("circle-open", CANDIDATE_COLOR),
 }
 EDGE_COLOR = "#c4c7cf"
+CURRENT_STEP_COLOR = "rgba(255, 193, 7, 0.22)"  # the band behind the step a step-by-step view is on
 TREE_CELL_PX = 40  # one rank (across) or one step (down, a phone)
 TREE_LABEL_CHARS = 6  # a node's token is written up to this many characters (its hover has it whole)
 PHONE_LABELED_RANKS = 6  # on a phone, node labels only when a step has at most this many hypotheses
@@ -277,7 +278,8 @@ def short_label(token: str, limit: int = TREE_LABEL_CHARS) -> str:
 
 def beam_tree(steps: Sequence[int], ranks: Sequence[int], labels: Sequence[str], statuses: Sequence[str],
               parents: Sequence[int | None], chosen: Sequence[bool], hovers: Sequence[str], *,
-              names: dict[str, str], step_title: str, rank_title: str, down: bool = False) -> go.Figure:
+              names: dict[str, str], step_title: str, rank_title: str, down: bool = False,
+              current: int | None = None) -> go.Figure:
     """Beam search as a tree: one node per hypothesis at (its step, its rank at that step, 1 = best), an
     edge from the hypothesis it extends, the answer's path drawn thick in red.
 
@@ -285,6 +287,7 @@ def beam_tree(steps: Sequence[int], ranks: Sequence[int], labels: Sequence[str],
     ``names["chosen"]`` the path's) and labelled with their last token; ``hovers`` are the nodes' hover
     texts, already escaped. ``down`` (a phone) turns it: the steps run down the screen and the ranks
     across, and the labels are left out when a step has more than :data:`PHONE_LABELED_RANKS` nodes.
+    ``current``: a band behind that step's hypotheses (the step a step-by-step view is on).
     """
     def place(step: int, rank: int) -> tuple[int, int]:
         return (rank, step) if down else (step, rank)
@@ -341,4 +344,7 @@ def beam_tree(steps: Sequence[int], ranks: Sequence[int], labels: Sequence[str],
         fig.update_layout(margin=dict(t=60))
         fig.update_xaxes(**step_axis)
         fig.update_yaxes(**rank_axis)
+    if current is not None:
+        band = dict(fillcolor=CURRENT_STEP_COLOR, line_width=0, layer="below")
+        (fig.add_hrect if down else fig.add_vrect)(current - 0.45, current + 0.45, **band)
     return fig

@@ -287,6 +287,29 @@ def test_a_beam_of_one_draws_one_chain(app):
     assert translate("decoding.tree.greedy_alpha", "en") in [i.value for i in at.info]
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_stepping_through_beam_search_marks_the_step_on_its_tree(app, lang):
+    """Step by step, beam search draws its tree too, with a band over the step on screen; the other strategies
+    have no tree."""
+    at = open_decoding(app, lang=lang, decoding_strategy="beam", decoding_beam="3", decoding_step="2")
+
+    def band(a: AppTest) -> tuple[float, float]:
+        (shape,) = chart(a, "decoding.step_tree")["layout"]["shapes"]
+        return shape["x0"], shape["x1"]
+
+    def hovers(a: AppTest, key: str) -> list[str]:
+        return sorted(h for trace in chart(a, key)["data"] for h in trace.get("hovertext") or [])
+
+    assert band(at) == (2 - 0.45, 2 + 0.45)
+    side_by_side = open_decoding(app, lang=lang, decoding_view="compare", decoding_beam="3")
+    assert hovers(at, "decoding.step_tree") == hovers(side_by_side, "decoding.beam_tree"), "the same search"
+    clean(at.button(key="decoding.next").click().run())
+    assert band(at) == (3 - 0.45, 3 + 0.45), "the band follows the step"
+    assert translate("decoding.steps.tree_caption", lang, step=3) in [c.value for c in at.caption]
+    greedy = open_decoding(app, lang=lang, decoding_strategy="greedy")
+    assert not [c for c in greedy.get("plotly_chart") if c.proto.id.endswith("-decoding.step_tree")]
+
+
 # ------------------------------------------------------------------ teacher forcing
 
 

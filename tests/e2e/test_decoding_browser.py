@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from figures.decoding import wrapped
-from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, settled_box, type_into, widget
+from tests.e2e.widgets import EXCEPTION, MAIN, charts, choose, query, settled_box, type_into, wait_for, widget
 from ui import models
 from ui.i18n import translate
 
@@ -319,3 +319,26 @@ def test_beam_search_as_a_tree_and_its_length_penalty(page, wait_for_app, screen
     assert box["height"] > box["width"], "the steps run down a phone"
     screenshot(phone, "decoding_beam_tree_390px_zh")
     assert p.locator(EXCEPTION).count() == 0 and phone.locator(EXCEPTION).count() == 0
+
+
+@pytest.mark.skipif("sort" not in models.shipped_models(), reason="the sort model is not shipped")
+def test_stepping_through_beam_search_moves_a_band_along_its_tree(page, wait_for_app, screenshot):
+    """Step by step with beam search, the tree is drawn under the step's beams, a band over the step on screen;
+    Next moves the band one step (only the step's fragment reruns)."""
+    p = page("/decoding?model=sort&decoding_strategy=beam&decoding_text=zyx&decoding_beam=3&decoding_step=2&lang=zh",
+             locale="zh-CN")
+    tree = charts(p, "decoding.step_tree")
+    expect(tree).to_have_count(1)
+
+    def band() -> list[float]:
+        return tree.evaluate("el => [el.layout.shapes[0].x0, el.layout.shapes[0].x1]")
+
+    wait_for(lambda: band() == [2 - 0.45, 2 + 0.45], timeout=30)
+    p.get_by_role("button", name=translate("decoding.steps.next", "zh")).click()
+    p.wait_for_url(re.compile(r"decoding_step=3(&|$)"))
+    wait_for_app(p)
+    expect(p.get_by_text(translate("decoding.steps.tree_caption", "zh", step=3))).to_be_visible()
+    wait_for(lambda: band() == [3 - 0.45, 3 + 0.45], timeout=30)  # plotly redraws the chart after the run
+    tree.scroll_into_view_if_needed()
+    screenshot(p, "decoding_step_tree_zh")
+    assert p.locator(EXCEPTION).count() == 0

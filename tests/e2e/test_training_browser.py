@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.e2e import conftest as _conftest  # the server starter and timeouts of the browser tests
+from tests.e2e.widgets import wait_for
 from playwright.sync_api import expect
 
 from ui.i18n import LANGS, translate
@@ -65,18 +66,6 @@ def step_now(p) -> int:
     """The run's current step, from the first metric ("Step (of 20,000)  123")."""
     text = p.locator('[data-testid="stMetricValue"]').first.inner_text(timeout=5 * MS)
     return int(text.replace(",", "").strip())
-
-
-def wait_for(predicate, timeout=90.0, pause=0.25):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            if predicate():
-                return
-        except Exception:
-            pass
-        time.sleep(pause)
-    raise AssertionError("condition not met in time")
 
 
 def threads_alive(p) -> int:

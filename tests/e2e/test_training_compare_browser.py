@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e import conftest as _conftest
-from tests.e2e.widgets import switch_language
+from tests.e2e.widgets import switch_language, wait_for
 from ui.i18n import translate
 
 
@@ -35,18 +35,6 @@ def compare_server():
 def step_now(p) -> int:
     """The current run's step, from the first metric ("Step (of 20,000)  123")."""
     return int(p.locator('[data-testid="stMetricValue"]').first.inner_text(timeout=5 * MS).replace(",", "").strip())
-
-
-def wait_for(predicate, timeout=120.0, pause=0.25):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            if predicate():
-                return
-        except Exception:
-            pass
-        time.sleep(pause)
-    raise AssertionError("condition not met in time")
 
 
 def choose(p, label: str) -> None:
@@ -101,7 +89,7 @@ def test_two_finished_runs_and_a_live_one_overlaid_in_both_languages(browser, co
         choose(p, translate("training.variant.norm_kind.rms", "en"))
         wait_for_app(p)
         p.get_by_role("button", name=translate("training.control.start", "en")).click()
-        wait_for(lambda: step_now(p) >= 3)
+        wait_for(lambda: step_now(p) >= 3, timeout=120)
         legend = p.locator(LEGEND)
         expect(legend).to_have_count(3)
         expect(legend.nth(2)).to_contain_text("copy-tiny-3")
@@ -117,7 +105,7 @@ def test_two_finished_runs_and_a_live_one_overlaid_in_both_languages(browser, co
         before = overlay_loss.screenshot()
         first = step_now(p)
         # past step 50, the second attention snapshot: nothing may appear above the overlay then
-        wait_for(lambda: step_now(p) >= max(first + 20, 60))
+        wait_for(lambda: step_now(p) >= max(first + 20, 60), timeout=120)
         assert overlay_loss.screenshot() != before  # the live run's curve grows in the overlay...
         assert canvas.evaluate("e => e.isConnected"), (first, step_now(p))  # ...in place, not remounted
         assert p.locator(EXCEPTION).count() == 0
@@ -134,7 +122,7 @@ def test_two_finished_runs_and_a_live_one_overlaid_in_both_languages(browser, co
         expect(legend).to_have_count(3)
         expect(legend.nth(1)).to_contain_text(translate("training.compare.setting.norm_first.on", "zh"))
         expect(p.get_by_role("heading", name=translate("training.compare.heading", "zh"))).to_be_visible()
-        wait_for(lambda: step_now(p) >= first + 30)  # still training, still live
+        wait_for(lambda: step_now(p) >= first + 30, timeout=120)  # still training, still live
         assert p.locator(EXCEPTION).count() == 0
         screenshot(p, "training_compare_zh")
         p.set_viewport_size(NARROW)

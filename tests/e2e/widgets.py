@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import time
 from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
@@ -12,6 +13,20 @@ MAIN = '[data-testid="stMain"]'
 
 PHONE_USER_AGENT = ("Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X) AppleWebKit/605.1.15 "
                     "(KHTML, like Gecko) Version/18.0 Mobile/15E148 Safari/604.1")  # an iPhone's Safari
+
+
+def wait_for(predicate, timeout: float = 90.0, pause: float = 0.25) -> None:
+    """Poll ``predicate()`` until it is true (an exception counts as not yet) or fail after ``timeout`` s: for what
+    ``expect`` cannot wait on (a training run's step, a chart's layout, threads on the server)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            if predicate():
+                return
+        except Exception:
+            pass
+        time.sleep(pause)
+    raise AssertionError("condition not met in time")
 
 
 def query(p) -> dict[str, str]:
