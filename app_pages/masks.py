@@ -252,6 +252,11 @@ def answers_section(ckpt, sentence: str, pattern: Pattern) -> None:
     st.caption(t("masks.sparse.answers_caption"))
 
 
+# The functions that build each pattern (a window plus global tokens is built on the window).
+PATTERN_CODE = {"window": ("window_mask",), "block": ("block_mask",), "strided": ("strided_mask",),
+                "global": ("global_window_mask", "window_mask")}
+
+
 @fragment
 def sparse_view(ckpt, pair: PairTokens, sentence: str) -> None:
     """The pattern picker, the pattern on this sentence (encoder: n × n; decoder: AND the look-ahead
@@ -274,6 +279,8 @@ def sparse_view(ckpt, pair: PairTokens, sentence: str) -> None:
     csv_download("masks.sparse.csv", lambda: mask_frame(view.encoder, shown.src_tokens, shown.src_tokens).to_csv(),
                  f"masks_{pattern.kind}.csv", "masks.sparse.download")
     answers_section(ckpt, sentence, pattern)
+    code_panel("masks", (*PATTERN_CODE[pattern.kind], "restricted_attention", "restricted_look_ahead"),
+               name="sparse_code", notes=(t("masks.sparse.code_note"),), title_names=t("masks.sparse.code_names"))
 
 
 def sparse_section(ckpt, pair: PairTokens, sentence: str) -> None:

@@ -77,6 +77,12 @@ SNIPPETS: dict[str, Snippet] = {s.key: s for s in (
         _s("padding", "encoder.mask", "return (ids != pad_id)"),
     )),
     Snippet("look_ahead_mask", "model.masks.look_ahead_mask"),
+    Snippet("window_mask", "model.masks.window_mask"),  # the sparse patterns (Masks, cheaper attention)
+    Snippet("block_mask", "model.masks.block_mask"),
+    Snippet("strided_mask", "model.masks.strided_mask"),
+    Snippet("global_window_mask", "model.masks.global_window_mask"),
+    Snippet("restricted_attention", "explain.masks.restricted_attention"),
+    Snippet("restricted_look_ahead", "explain.masks.restricted_look_ahead"),
     Snippet("target_mask", "model.transformer.Transformer.target_mask", (
         _s("combined", "decoder.mask", "return ahead if pad is None else ahead & pad"),
     )),

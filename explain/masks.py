@@ -387,7 +387,7 @@ class RestrictedAnswers:
         return None if len(a) == len(b) and self.full.finished == self.restricted.finished else min(len(a), len(b))
 
 
-def _restricted_attention(pattern: Pattern):
+def restricted_attention(pattern: Pattern):
     """An attention function (the trace's ``"attention"``) that ANDs ``pattern`` into a self-attention's mask."""
 
     def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None):
@@ -398,7 +398,7 @@ def _restricted_attention(pattern: Pattern):
     return attend
 
 
-def _restricted_look_ahead(pattern: Pattern):
+def restricted_look_ahead(pattern: Pattern):
     """A look-ahead mask builder (the trace's ``"look_ahead_mask"``): the causal mask AND ``pattern``."""
     return lambda size, device=None: look_ahead_mask(size, device) & pattern.tensor(size, device)
 
@@ -414,8 +414,8 @@ def greedy_answer(ckpt: Checkpoint, source: str, pattern: Pattern | None = None,
     model, tgt_tok = ckpt.model, target_tokenizer(ckpt)
     src = ckpt.tokenizer.encode(source)[:model.config.max_len]
     opts = ForwardOptions(need_weights=False)
-    encoder_run = Trace(record=False, replace={"attention": _restricted_attention(pattern)}) if pattern else None
-    decoder_run = (Trace(record=False, replace={"look_ahead_mask": _restricted_look_ahead(pattern)})
+    encoder_run = Trace(record=False, replace={"attention": restricted_attention(pattern)}) if pattern else None
+    decoder_run = (Trace(record=False, replace={"look_ahead_mask": restricted_look_ahead(pattern)})
                    if pattern and decoder else None)
     chosen: list[int] = []
     logprob = 0.0

@@ -124,15 +124,18 @@ def code_panel(
     notes: Sequence[str] = (),
     paper_rows: Sequence[str] = (),
     expanded: bool = False,
+    title_names: str | None = None,
     **switches: bool,
 ) -> None:
     """The panel of ``snippets`` (keys of :data:`explain.code.SNIPPETS`); with ``ckpt`` and ``source``
     also the live intermediates of one forward of ``source`` / ``target`` (sentences or ids) at
     ``where``, with the forward's ``switches`` (scale_scores, use_padding_mask, use_look_ahead_mask).
     ``notes``: markdown the page adds under the caption (a fact about this code, computed live).
-    ``paper_rows``: rows of the "Paper vs this code" page this code concerns (links that open them)."""
+    ``paper_rows``: rows of the "Paper vs this code" page this code concerns (links that open them).
+    ``title_names``: what the title names instead of the functions' names, for a panel whose functions change
+    with the view (Streamlit knows an expander by its title: a new title would be a new, closed panel)."""
     sources = [source_of(SNIPPETS[key].path) for key in snippets]
-    names = ", ".join(s.qualname for s in sources)
+    names = title_names or ", ".join(s.qualname for s in sources)
     # Drawn only while open (a click reruns the page, or its fragment): closed, it costs the browser nothing.
     panel = st.expander(t("code.panel.title", names=names), icon=":material/code:", expanded=expanded,
                         key=open_key(page, name), on_change="rerun")

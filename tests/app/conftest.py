@@ -19,7 +19,7 @@ APP = ROOT / "app.py"
 RUN_TIMEOUT_S = 60  # the first run imports torch; on a busy 2-core machine that can take a while
 
 
-PANEL_NAMES = ("code", "rope_code", "cache_code")  # the ``name`` of every code panel a page draws
+PANEL_NAMES = ("code", "rope_code", "cache_code", "sparse_code")  # the ``name`` of every code panel a page draws
 
 
 def new_app(query: dict[str, str] | None = None, locale: str | None = None, *, code_open: bool = True) -> AppTest:

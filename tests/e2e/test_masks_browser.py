@@ -11,10 +11,12 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from explain.code import SNIPPETS, source_of
 from ui.i18n import LANGS, translate
 
 
 EXCEPTION = '[data-testid="stException"]'
+MAIN = '[data-testid="stMain"]'
 PLOT = ".js-plotly-plot"
 PHONE = {"width": 390, "height": 844}
 
@@ -242,4 +244,30 @@ def test_sparse_patterns_and_the_families_render_change_and_fit_a_phone(page, wa
     settle_charts(p, 5, PHONE["width"])
     assert p.evaluate(LAYOUT_PROBLEMS) == [], lang
     screenshot(p, f"masks_phone_families_{lang}")
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def test_the_sparse_patterns_code_follows_the_pattern_picked(page, wait_for_app, screenshot):
+    """The cheaper-attention view's code panel shows the function that builds the pattern on screen and the two
+    that put it into the model; picking another pattern swaps the first, the panel staying open. A phone, 中文."""
+    p = page("/masks?model=copy&masks_view=sparse&masks_pattern=window&lang=zh", phone=True, locale="zh-CN")
+
+    title = translate("code.panel.title", "zh", names=translate("masks.sparse.code_names", "zh"))
+    panel = p.locator(f'{MAIN} [data-testid="stExpander"]').filter(has_text=title)
+    expect(panel).to_have_count(1)
+    panel.locator("summary").click()
+    code = panel.locator(".tp-code")
+    expect(code).to_have_count(3)
+    expect(code.first).to_contain_text("def window_mask(")
+    for key in ("restricted_attention", "restricted_look_ahead"):
+        expect(panel.get_by_text(source_of(SNIPPETS[key].path).qualname).first).to_be_visible()
+    wait_for_app(p)
+    p.get_by_role("radio", name=translate("masks.sparse.pattern_block", "zh"), exact=True).click()
+    wait_for_url(p, wait_for_app, "masks_pattern=block")
+    expect(code.first).to_contain_text("def block_mask(")  # the same panel, still open, now with block_mask
+    expect(code).to_have_count(3)
+    width = p.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollWidth")
+    assert width <= 390, width
+    panel.scroll_into_view_if_needed()
+    screenshot(p, "masks_sparse_code_390px_zh")
     assert p.locator(EXCEPTION).count() == 0

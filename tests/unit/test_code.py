@@ -307,8 +307,28 @@ def _norm_call(norm_kind):
     return call
 
 
+def _self_attention_inputs():
+    g = _gen(8)
+    q, k, v = (torch.randn(2, 3, 6, 4, generator=g) for _ in range(3))
+    return q, k, v, torch.rand(2, 1, 6, 6, generator=g) > 0.3
+
+
+def _restricted(pattern: str, **sizes):
+    """A call of restricted_attention / restricted_look_ahead: build the replacement for ``pattern``, then use it."""
+    from explain.masks import Pattern
+    return lambda f: f(Pattern(pattern, **sizes))
+
+
 # key -> calls, each a function of the snippet's function; the result of the copy must equal the project's exactly
 CALLS = {
+    "window_mask": [lambda f: f(7, 1), lambda f: f(5, 0)],
+    "block_mask": [lambda f: f(7, 3), lambda f: f(4, 4)],
+    "strided_mask": [lambda f: f(9, 3), lambda f: f(5, 1)],
+    "global_window_mask": [lambda f: f(8, 1, 1), lambda f: f(6, 2, 0)],
+    "restricted_attention": [lambda f: _restricted("window", radius=1)(f)(*_self_attention_inputs()),
+                             lambda f: _restricted("strided", stride=2)(f)(*_self_attention_inputs()[:3], None)],
+    "restricted_look_ahead": [lambda f: _restricted("block", block=2)(f)(6),
+                              lambda f: _restricted("global", n_global=1, radius=1)(f)(4)],
     "scaled_dot_product_attention": [
         lambda f: f(*_attention_inputs()),
         lambda f: f(*_attention_inputs(), scale_scores=False),

@@ -284,7 +284,7 @@ def test_the_pattern_enters_the_encoders_self_attention_exactly(ckpt):
     """AND-ed into the mask, every weight outside the pattern is exactly 0 and each row still sums to 1."""
     pattern = em.Pattern("window", radius=1)
     src = torch.tensor([ckpt.tokenizer.encode("hello there")])
-    trace = Trace(replace={"attention": em._restricted_attention(pattern)})
+    trace = Trace(replace={"attention": em.restricted_attention(pattern)})
     with torch.inference_mode():
         ckpt.model.encode(src, ForwardOptions(), trace)
     allowed = pattern.matrix(src.size(1))
@@ -296,7 +296,7 @@ def test_the_pattern_enters_the_encoders_self_attention_exactly(ckpt):
 
 def test_the_decoder_keeps_the_look_ahead_mask_under_a_pattern(ckpt):
     pattern = em.Pattern("strided", stride=2)
-    build = em._restricted_look_ahead(pattern)
+    build = em.restricted_look_ahead(pattern)
     np.testing.assert_array_equal(build(6).numpy(), np.tril(pattern.matrix(6)))
     src = torch.tensor([ckpt.tokenizer.encode("abc")])
     tgt = torch.tensor([ckpt.tokenizer.encode("abcdef", add_bos=True)])
