@@ -468,9 +468,9 @@ def use_and_download(session: ts.TrainingSession) -> None:
 
 
 def upload_section() -> None:
-    """Load a checkpoint file (validated by the engine) and select it on every page. The panel keeps its
-    open state on the server (a redraw that moves it, a run finishing above it, does not fold it away),
-    and an upload opens it, so its answer is always in sight."""
+    """Load a checkpoint file (validated by the engine) and select it on every page. The panel keeps its place
+    on the page (:func:`section`) and its open state on the server, and an upload opens it, so its answer is
+    always in sight."""
     with st.expander(t("training.upload.heading"), icon=":material/upload_file:", key=actions.UPLOAD_PANEL_KEY,
                      on_change="rerun"):
         st.caption(t("training.upload.caption"))

@@ -171,6 +171,8 @@ ROWS: list[Row] = [
     pick("Pattern", "Sliding window", "Blocks", MASKS, "masks:sparse-pattern", MASKS_SPARSE),
     arrows("Window radius r", MASKS, "masks:sparse-radius", MASKS_SPARSE),
     flip(toggle("Also in the decoder's self-attention"), MASKS, "masks:sparse-decoder", MASKS_SPARSE),
+    pick("Pattern", "Sliding window", "Blocks", MASKS, "masks:sparse-pattern-code",
+         (*MASKS_SPARSE, expander("Code · the pattern's mask, restricted_attention, restricted_look_ahead"))),
     flip(expander("Encoder-only and decoder-only models"), HOME, "home:families"),
     flip(expander("The paper's numbers beside this model's"), HOME, "home:paper-card"),
     Row("masks:layer", MASKS, select("Layer", "layer 2 of 3"), select("Layer", "layer 1 of 3"), MASKS_EFFECT),
@@ -258,6 +260,7 @@ ROWS: list[Row] = [
     pick("Head", "1", "2", DEC, "decoding:head"),
     arrows(re.compile(r"^Step( \d+ of.*)?$"), DEC, "decoding:step"),  # the label was the status before #19; now "Step", hidden
     Row("decoding:next-previous", DEC, button("Next"), button("Previous")),
+    Row("decoding:next-previous-beam", DEC + "&decoding_strategy=beam", button("Next"), button("Previous")),
     arrows("Beam size", DEC, "decoding:beam-size", COMPARE),
     arrows("Length penalty α", DEC, "decoding:length-penalty", COMPARE),
     arrows("Length penalty α", DEC + "&decoding_strategy=beam", "decoding:length-penalty-steps"),
