@@ -23,7 +23,7 @@ import torch
 from tokenizers import Tokenizer as LibraryTokenizer
 from tokenizers import models, pre_tokenizers, trainers
 
-from model.tokenizer import (BOS_ID, EOS_ID, REPLACEMENT_CHAR, SPECIAL_TOKENS, UNK_ID, CharTokenizer, Encoding,
+from model.tokenizer import (BOS_ID, EOS_ID, REPLACEMENT_CHAR, SPECIAL_TOKENS, UNK_ID, BaseTokenizer, Encoding,
                              UnknownChar, shown_tokens, split_words)
 
 WORD_START = "▁"  # U+2581, written in front of every word (SentencePiece's mark)
@@ -112,7 +112,7 @@ def normalize(text: str) -> str:
     return " ".join(split_words(_SURROGATE.sub(REPLACEMENT_CHAR, text).replace(WORD_START, " ")))
 
 
-class BpeTokenizer:
+class BpeTokenizer(BaseTokenizer):
     """Maps text to sub-word pieces learnt by BPE; the same interface as :class:`~model.tokenizer.WordTokenizer`.
 
     Ids 0..3 are the special tokens; then the ``alphabet`` (single characters, ``▁`` among them), then the
@@ -152,13 +152,6 @@ class BpeTokenizer:
     def known_units(self) -> tuple[str, ...]:
         """The pieces the tokenizer knows (characters, then merged pieces), in id order."""
         return self._itos[len(SPECIAL_TOKENS):]
-
-    vocab_size = CharTokenizer.vocab_size
-    pad_id, bos_id, eos_id, unk_id = CharTokenizer.pad_id, CharTokenizer.bos_id, CharTokenizer.eos_id, CharTokenizer.unk_id
-    encode = CharTokenizer.encode
-    encode_batch = CharTokenizer.encode_batch
-    token_strings = CharTokenizer.token_strings
-    _as_int_list = staticmethod(CharTokenizer._as_int_list)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BpeTokenizer):

@@ -63,36 +63,15 @@ def shown_tokens(ids: Iterable[int], itos: Sequence[str]) -> list[str]:
     return out
 
 
-class CharTokenizer:
-    """Maps each character of a fixed alphabet to one id.
+class BaseTokenizer:
+    """What every tokenizer shares: the special ids 0..3, then one id per unit it knows (``_itos``, set by the
+    subclass, specials first); encoding through the subclass's ``encode_with_report``, batches, and ids shown
+    as strings."""
 
-    ``CharTokenizer("abc")`` has ``vocab_size == 7``: 4 specials + 3 characters.
-    Duplicate characters in ``alphabet`` are dropped (first occurrence wins).
-    """
+    _itos: tuple[str, ...]
 
-    unit = "char"
-
-    def __init__(self, alphabet: str) -> None:
-        if not isinstance(alphabet, str):
-            raise ValueError(
-                f"The tokenizer alphabet must be a string of characters, got {type(alphabet).__name__}."
-            )
-        deduped = "".join(dict.fromkeys(alphabet))
-        if not deduped:
-            raise ValueError("The tokenizer alphabet must contain at least one character.")
-        self._alphabet = deduped
-        self._itos: tuple[str, ...] = SPECIAL_TOKENS + tuple(deduped)
-        self._stoi: dict[str, int] = {ch: i + len(SPECIAL_TOKENS) for i, ch in enumerate(deduped)}
-
-    # ------------------------------------------------------------------ basics
-    @property
-    def alphabet(self) -> str:
-        return self._alphabet
-
-    @property
-    def known_units(self) -> tuple[str, ...]:
-        """The characters the tokenizer knows, in id order."""
-        return tuple(self._alphabet)
+    def encode_with_report(self, text: str, add_bos: bool = False, add_eos: bool = False) -> Encoding:
+        raise NotImplementedError
 
     @property
     def vocab_size(self) -> int:
@@ -114,39 +93,10 @@ class CharTokenizer:
     def unk_id(self) -> int:
         return UNK_ID
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CharTokenizer):
-            return NotImplemented
-        return self._alphabet == other._alphabet
-
-    def __hash__(self) -> int:
-        return hash(("CharTokenizer", self._alphabet))
-
-    def __repr__(self) -> str:
-        return f"CharTokenizer(alphabet={self._alphabet!r})"
-
     # ---------------------------------------------------------------- encoding
     def encode(self, text: str, add_bos: bool = False, add_eos: bool = False) -> list[int]:
-        """Return one id per character of ``text`` (length ``len(text)`` + specials)."""
+        """The ids of ``text``: one per unit (character, word or piece), plus the specials asked for."""
         return list(self.encode_with_report(text, add_bos=add_bos, add_eos=add_eos).ids)
-
-    def encode_with_report(
-        self, text: str, add_bos: bool = False, add_eos: bool = False
-    ) -> Encoding:
-        """Like :meth:`encode`, but also report which characters became ``<unk>``."""
-        if not isinstance(text, str):
-            raise TypeError(f"Only text (str) can be encoded, got {type(text).__name__}.")
-        ids: list[int] = [BOS_ID] if add_bos else []
-        unknown: list[UnknownChar] = []
-        for position, ch in enumerate(text):
-            idx = self._stoi.get(ch)
-            if idx is None:
-                idx = UNK_ID
-                unknown.append(UnknownChar(position, ch))
-            ids.append(idx)
-        if add_eos:
-            ids.append(EOS_ID)
-        return Encoding(ids=tuple(ids), unknown=tuple(unknown))
 
     def encode_batch(
         self,
@@ -177,7 +127,6 @@ class CharTokenizer:
         padded = [r + [PAD_ID] * (width - len(r)) for r in rows]
         return torch.tensor(padded, dtype=torch.long), torch.tensor(lengths, dtype=torch.long)
 
-    # ---------------------------------------------------------------- decoding
     @staticmethod
     def _as_int_list(ids: Iterable[int] | torch.Tensor) -> list[int]:
         if isinstance(ids, torch.Tensor):
@@ -194,6 +143,69 @@ class CharTokenizer:
         n = len(self._itos)
         return [self._itos[i] if 0 <= i < n else SPECIAL_TOKENS[UNK_ID] for i in self._as_int_list(ids)]
 
+
+class CharTokenizer(BaseTokenizer):
+    """Maps each character of a fixed alphabet to one id.
+
+    ``CharTokenizer("abc")`` has ``vocab_size == 7``: 4 specials + 3 characters.
+    Duplicate characters in ``alphabet`` are dropped (first occurrence wins).
+    """
+
+    unit = "char"
+
+    def __init__(self, alphabet: str) -> None:
+        if not isinstance(alphabet, str):
+            raise ValueError(
+                f"The tokenizer alphabet must be a string of characters, got {type(alphabet).__name__}."
+            )
+        deduped = "".join(dict.fromkeys(alphabet))
+        if not deduped:
+            raise ValueError("The tokenizer alphabet must contain at least one character.")
+        self._alphabet = deduped
+        self._itos: tuple[str, ...] = SPECIAL_TOKENS + tuple(deduped)
+        self._stoi: dict[str, int] = {ch: i + len(SPECIAL_TOKENS) for i, ch in enumerate(deduped)}
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def alphabet(self) -> str:
+        return self._alphabet
+
+    @property
+    def known_units(self) -> tuple[str, ...]:
+        """The characters the tokenizer knows, in id order."""
+        return tuple(self._alphabet)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CharTokenizer):
+            return NotImplemented
+        return self._alphabet == other._alphabet
+
+    def __hash__(self) -> int:
+        return hash(("CharTokenizer", self._alphabet))
+
+    def __repr__(self) -> str:
+        return f"CharTokenizer(alphabet={self._alphabet!r})"
+
+    # ---------------------------------------------------------------- encoding
+    def encode_with_report(
+        self, text: str, add_bos: bool = False, add_eos: bool = False
+    ) -> Encoding:
+        """Like :meth:`encode`, but also report which characters became ``<unk>``."""
+        if not isinstance(text, str):
+            raise TypeError(f"Only text (str) can be encoded, got {type(text).__name__}.")
+        ids: list[int] = [BOS_ID] if add_bos else []
+        unknown: list[UnknownChar] = []
+        for position, ch in enumerate(text):
+            idx = self._stoi.get(ch)
+            if idx is None:
+                idx = UNK_ID
+                unknown.append(UnknownChar(position, ch))
+            ids.append(idx)
+        if add_eos:
+            ids.append(EOS_ID)
+        return Encoding(ids=tuple(ids), unknown=tuple(unknown))
+
+    # ---------------------------------------------------------------- decoding
     def decode(self, ids: Iterable[int] | torch.Tensor, skip_special: bool = True) -> str:
         """Turn a 1-D sequence of ids back into text.
 
@@ -251,7 +263,7 @@ class UnknownWord:
         return self.word
 
 
-class WordTokenizer:
+class WordTokenizer(BaseTokenizer):
     """Maps each word of a fixed vocabulary to one id; the same interface as :class:`CharTokenizer`.
 
     Text is split by :func:`split_words` (lower case, punctuation split off), and :meth:`decode`
@@ -273,13 +285,6 @@ class WordTokenizer:
         self._words = deduped
         self._itos: tuple[str, ...] = SPECIAL_TOKENS + deduped
         self._stoi: dict[str, int] = {w: i + len(SPECIAL_TOKENS) for i, w in enumerate(deduped)}
-
-    vocab_size = CharTokenizer.vocab_size
-    pad_id, bos_id, eos_id, unk_id = CharTokenizer.pad_id, CharTokenizer.bos_id, CharTokenizer.eos_id, CharTokenizer.unk_id
-    encode = CharTokenizer.encode
-    encode_batch = CharTokenizer.encode_batch
-    token_strings = CharTokenizer.token_strings
-    _as_int_list = staticmethod(CharTokenizer._as_int_list)
 
     @property
     def known_units(self) -> tuple[str, ...]:
@@ -331,9 +336,8 @@ class WordTokenizer:
         return cls(list(d["words"]))
 
 
-# The third kind, model.bpe_tokenizer.BpeTokenizer (sub-word pieces), has the same interface; it imports
-# this module, so it is not named here.
-Tokenizer = CharTokenizer | WordTokenizer
+# Any of the three kinds: characters, words, or model.bpe_tokenizer.BpeTokenizer (sub-word pieces).
+Tokenizer = BaseTokenizer
 
 
 def tokenizer_from_dict(d: Mapping[str, Any]) -> Tokenizer:
