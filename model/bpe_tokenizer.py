@@ -24,7 +24,7 @@ from tokenizers import Tokenizer as LibraryTokenizer
 from tokenizers import models, pre_tokenizers, trainers
 
 from model.tokenizer import (BOS_ID, EOS_ID, REPLACEMENT_CHAR, SPECIAL_TOKENS, UNK_ID, BaseTokenizer, Encoding,
-                             UnknownChar, shown_tokens, split_words)
+                             UnknownChar, checked_text, shown_tokens, split_words)
 
 WORD_START = "▁"  # U+2581, written in front of every word (SentencePiece's mark)
 UNK = SPECIAL_TOKENS[UNK_ID]
@@ -153,13 +153,8 @@ class BpeTokenizer(BaseTokenizer):
         """The pieces the tokenizer knows (characters, then merged pieces), in id order."""
         return self._itos[len(SPECIAL_TOKENS):]
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BpeTokenizer):
-            return NotImplemented
-        return (self._alphabet, self._merges) == (other._alphabet, other._merges)
-
-    def __hash__(self) -> int:
-        return hash(("BpeTokenizer", self._alphabet, self._merges))
+    def _identity(self) -> tuple:
+        return self._alphabet, self._merges
 
     def __repr__(self) -> str:
         return f"BpeTokenizer({len(self._alphabet)} characters, {len(self._merges)} merges)"
@@ -168,9 +163,7 @@ class BpeTokenizer(BaseTokenizer):
     def encode_with_report(self, text: str, add_bos: bool = False, add_eos: bool = False) -> Encoding:
         """One id per piece of ``text`` (normalised); ``unknown`` lists the characters that became ``<unk>``,
         each with its position among the pieces (as a word tokenizer counts words)."""
-        if not isinstance(text, str):
-            raise TypeError(f"Only text (str) can be encoded, got {type(text).__name__}.")
-        text = normalize(text)
+        text = normalize(checked_text(text))
         encoding = self._library.encode(text) if text else None
         pieces = list(zip(encoding.ids, encoding.offsets)) if encoding is not None else []
         ids = ([BOS_ID] if add_bos else []) + [i for i, _ in pieces] + ([EOS_ID] if add_eos else [])

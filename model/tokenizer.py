@@ -11,7 +11,7 @@ the alphabet become ``<unk>``; nothing raises.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,15 +63,51 @@ def shown_tokens(ids: Iterable[int], itos: Sequence[str]) -> list[str]:
     return out
 
 
+def checked_text(text: object) -> str:
+    """``text`` itself when it is a str (what every tokenizer encodes), else a TypeError saying what it got."""
+    if not isinstance(text, str):
+        raise TypeError(f"Only text (str) can be encoded, got {type(text).__name__}.")
+    return text
+
+
 class BaseTokenizer:
     """What every tokenizer shares: the special ids 0..3, then one id per unit it knows (``_itos``, set by the
     subclass, specials first); encoding through the subclass's ``encode_with_report``, batches, and ids shown
     as strings."""
 
     _itos: tuple[str, ...]
+    _stoi: dict[str, int]
 
     def encode_with_report(self, text: str, add_bos: bool = False, add_eos: bool = False) -> Encoding:
         raise NotImplementedError
+
+    def _looked_up(self, units: Sequence[str], unknown: Callable[[int, str], Any], add_bos: bool,
+                   add_eos: bool) -> Encoding:
+        """``units`` (characters or words) as ids through ``self._stoi``; ``unknown(position, unit)`` records each
+        one it lacks (``<unk>``)."""
+        ids: list[int] = [BOS_ID] if add_bos else []
+        missing = []
+        for position, unit in enumerate(units):
+            idx = self._stoi.get(unit)
+            if idx is None:
+                idx = UNK_ID
+                missing.append(unknown(position, unit))
+            ids.append(idx)
+        if add_eos:
+            ids.append(EOS_ID)
+        return Encoding(ids=tuple(ids), unknown=tuple(missing))
+
+    def _identity(self) -> tuple:
+        """What makes two tokenizers of a kind the same (their alphabet, words or merges)."""
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._identity()))
 
     @property
     def vocab_size(self) -> int:
@@ -175,13 +211,8 @@ class CharTokenizer(BaseTokenizer):
         """The characters the tokenizer knows, in id order."""
         return tuple(self._alphabet)
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CharTokenizer):
-            return NotImplemented
-        return self._alphabet == other._alphabet
-
-    def __hash__(self) -> int:
-        return hash(("CharTokenizer", self._alphabet))
+    def _identity(self) -> tuple:
+        return (self._alphabet,)
 
     def __repr__(self) -> str:
         return f"CharTokenizer(alphabet={self._alphabet!r})"
@@ -191,19 +222,7 @@ class CharTokenizer(BaseTokenizer):
         self, text: str, add_bos: bool = False, add_eos: bool = False
     ) -> Encoding:
         """Like :meth:`encode`, but also report which characters became ``<unk>``."""
-        if not isinstance(text, str):
-            raise TypeError(f"Only text (str) can be encoded, got {type(text).__name__}.")
-        ids: list[int] = [BOS_ID] if add_bos else []
-        unknown: list[UnknownChar] = []
-        for position, ch in enumerate(text):
-            idx = self._stoi.get(ch)
-            if idx is None:
-                idx = UNK_ID
-                unknown.append(UnknownChar(position, ch))
-            ids.append(idx)
-        if add_eos:
-            ids.append(EOS_ID)
-        return Encoding(ids=tuple(ids), unknown=tuple(unknown))
+        return self._looked_up(checked_text(text), UnknownChar, add_bos, add_eos)
 
     # ---------------------------------------------------------------- decoding
     def decode(self, ids: Iterable[int] | torch.Tensor, skip_special: bool = True) -> str:
@@ -291,32 +310,15 @@ class WordTokenizer(BaseTokenizer):
         """The words the tokenizer knows, in id order."""
         return self._words
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, WordTokenizer):
-            return NotImplemented
-        return self._words == other._words
-
-    def __hash__(self) -> int:
-        return hash(("WordTokenizer", self._words))
+    def _identity(self) -> tuple:
+        return self._words
 
     def __repr__(self) -> str:
         return f"WordTokenizer({len(self._words)} words)"
 
     def encode_with_report(self, text: str, add_bos: bool = False, add_eos: bool = False) -> Encoding:
         """One id per word of ``text``; ``unknown`` lists the words that became ``<unk>``."""
-        if not isinstance(text, str):
-            raise TypeError(f"Only text (str) can be encoded, got {type(text).__name__}.")
-        ids: list[int] = [BOS_ID] if add_bos else []
-        unknown: list[UnknownWord] = []
-        for position, word in enumerate(split_words(text)):
-            idx = self._stoi.get(word)
-            if idx is None:
-                idx = UNK_ID
-                unknown.append(UnknownWord(position, word))
-            ids.append(idx)
-        if add_eos:
-            ids.append(EOS_ID)
-        return Encoding(ids=tuple(ids), unknown=tuple(unknown))
+        return self._looked_up(split_words(checked_text(text)), UnknownWord, add_bos, add_eos)
 
     def decode(self, ids: Iterable[int] | torch.Tensor, skip_special: bool = True) -> str:
         """Words joined by single spaces; with ``skip_special`` stop at ``<eos>`` and write ``<unk>`` as U+FFFD."""
