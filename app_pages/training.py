@@ -485,12 +485,12 @@ def upload_section() -> None:
             st.success(t(key, **args), icon=":material/check_circle:")
 
 
-def section(draw: Callable[..., Any], *args: Any) -> Any:
+def section(draw: Callable[..., None], *args: Any) -> None:
     """``draw(*args)`` inside a container of its own: each section is one element of the page however many it
     draws, so the ones below keep their place (and their state in the browser: a file being uploaded, an open
     panel) when a run finishing, or a message shown once, changes the sections above."""
     with st.container():
-        return draw(*args)
+        draw(*args)
 
 
 with page("training", model=False, try_this="bottom"):

@@ -76,7 +76,7 @@ class BaseTokenizer:
     as strings."""
 
     _itos: tuple[str, ...]
-    _stoi: dict[str, int]
+    _stoi: dict[str, int]  # unit -> id, for :meth:`_looked_up` (the BPE tokenizer's library looks pieces up itself)
 
     def encode_with_report(self, text: str, add_bos: bool = False, add_eos: bool = False) -> Encoding:
         raise NotImplementedError
